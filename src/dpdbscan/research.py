@@ -108,6 +108,7 @@ from .model.build import model_of
 from .model.predict import predict_spans, span_regions
 from .model.record import SpanModel
 from .model.reparam import remodel
+from .params import sizing
 from .params.parameters import PARAMETERS
 from .params.specs import UnitBound
 from .pipeline import events_rows
@@ -281,7 +282,7 @@ def finer_3d_from(least: float, points: float, kappa: int | None = None) -> Iter
     library's rule. Public inputs only (d and the DP count); a study of
     release one's resolution below 20,000 points (the strands-fine study);
     may change."""
-    old = autoplan.finer_n
+    old = sizing.finer_n
     lo, at = float(least), float(points)
 
     def finer(estimate: float | None, d: int = 2) -> float | None:
@@ -290,13 +291,14 @@ def finer_3d_from(least: float, points: float, kappa: int | None = None) -> Iter
         return old(estimate, d)
 
     old_kappa = autoplan.FINER_CANDIDATE_KAPPA
-    autoplan.finer_n = finer
+    # the one name the fit, its plan and its summary look up (sizing.finer_n)
+    sizing.finer_n = finer
     if kappa is not None:
         autoplan.FINER_CANDIDATE_KAPPA = int(kappa)
     try:
         yield
     finally:
-        autoplan.finer_n, autoplan.FINER_CANDIDATE_KAPPA = old, old_kappa
+        sizing.finer_n, autoplan.FINER_CANDIDATE_KAPPA = old, old_kappa
 
 
 @contextmanager
