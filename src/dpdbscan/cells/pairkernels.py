@@ -239,57 +239,6 @@ def _grown(a, need):
 
 
 @inlined
-def _walk_from(qc, i, R, axes, sides, nb, strides, low, high, col, walk, first):
-    """:func:`_box` of the cell ``qc[i]``, past the buckets laid out before
-    position ``first`` (they hold none of the cells from ``first`` on):
-    the table base of the walk's first bucket, or -1. The walk then reads,
-    per bucket ``base``, the positions ``start[base + walk[1, e]] :
-    start[base + walk[2, e] + 1]`` (e: the sweep axis), in increasing
-    order, and moves on by :func:`_next`."""
-    base = _box(qc, i, R, axes, sides, nb, strides, low, high, walk)
-    if first > 0:
-        mine = col[first - 1]
-        while 0 <= base < mine:
-            base = _next(base, strides, walk, axes.size - 1)
-    return base
-
-
-@inlined
-def _lane_words(lanes):
-    """``(H, base, upper, lower)`` of packed ``lanes``, zeros without."""
-    if lanes.size > 0:
-        return lanes[0], lanes[1], lanes[2], lanes[3]
-    z = np.uint64(0)
-    return z, z, z, z
-
-
-@inlined
-def _near(qc, i, y0, sc, q, pq, R, H, upper, lower, packed):
-    """Whether the laid-out cell q (packed ``pq``) is within R of ``qc[i]``
-    along every axis: on packed lanes (``y0``: the query's packed cell plus
-    the lanes' base; :func:`within` as one test), else axis by axis."""
-    if packed:
-        y = y0 - pq
-        return ((y + upper) | ~(y + lower)) & H == 0
-    return _close(qc, i, sc, q, R)
-
-
-@inlined
-def _code_weight(code, use_table, table, codes, weights):
-    """The weight of an offset code: ``table[code]``, or its weight in the
-    sorted ``codes`` (0 when absent) without a table."""
-    return table[code] if use_table else _weight(codes, weights, code)
-
-
-@kernel
-def _resized(a, kept, size):
-    """A new array of ``size`` entries holding ``a``'s first ``kept``."""
-    out = np.empty(size, a.dtype)
-    out[:kept] = a[:kept]
-    return out
-
-
-@inlined
 def _hits(i, qc, qp, sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, col, walk, first, buf):
     """The positions of the laid-out cells within R of ``qc[i]`` (packed ``qp``)
     along every axis, those from ``first`` on, into ``buf`` (grown as
@@ -297,12 +246,17 @@ def _hits(i, qc, qp, sc, pk, R, lanes, axes, sides, nb, strides, start, low, hig
     ``col[p]``: the table base of the laid-out cell p's bucket (its entry
     but the sweep axis' digit)."""
     e = axes.size - 1
-    base = _walk_from(qc, i, R, axes, sides, nb, strides, low, high, col, walk, first)
+    base = _box(qc, i, R, axes, sides, nb, strides, low, high, walk)
     got = 0
     if base < 0:
         return buf, got
     slo, shi = walk[1, e], walk[2, e] + 1
     packed = lanes.size > 0
+    if first > 0:
+        # the buckets laid out before the first cell's hold none of the later ones
+        mine = col[first - 1]
+        while 0 <= base < mine:
+            base = _next(base, strides, walk, e)
     while base >= 0:
         a = max(start[base + slo], first)
         b = start[base + shi]
@@ -493,47 +447,90 @@ def half_sums(
     table of a few hundred entries and the pair's packed lanes (``lin``,
     ``table``, ``codes`` unread).
 
-    Each pair is used where the walk finds it (:func:`_walk_from`), not
-    listed first (the 6-D benchmark's release: 40M cells checked for 0.8M
-    pairs, a fifth of the join's time when every checked cell was written
-    to a list): cell p, then the later cells q by position, so the same
-    sums in any case; a term of weight 0 is skipped (adding a zero product
-    to a sum started at +0 leaves the same float)."""
+    With packed lanes each pair is used where the walk finds it, not
+    listed first (:func:`_hits` writes every cell it checks into its list
+    and keeps those within: the 6-D benchmark's release, 40M cells checked
+    for 0.8M pairs, a fifth of the join's time). The same pairs in the same
+    order (cell p, then the later cells q by position), so the same sums
+    bit for bit; a term of weight 0 is skipped (adding a zero product to a
+    sum started at +0 leaves the same float). (The walk is written out in
+    its branch: through an inlined helper it cost the 5-D join 5-10%.)"""
     n = sc.shape[0]
     zero = _zero_code(sc.shape[1], R)
     use_table = table.size > 0
     by_class = classes.size > 0
-    packed = lanes.size > 0
-    H, shift, upper, lower = _lane_words(lanes)
     sums = np.zeros(n)
     walk = np.empty((3, axes.size), np.int64)
-    e = axes.size - 1
+    if lanes.size > 0:
+        e = axes.size - 1
+        H, shift, upper, lower = lanes[0], lanes[1], lanes[2], lanes[3]
+        for p in range(p0, p1):
+            base = _box(sc, p, R, axes, sides, nb, strides, low, high, walk)
+            if base < 0:
+                continue
+            slo, shi = walk[1, e], walk[2, e] + 1
+            # the buckets laid out before p's hold none of the later cells
+            mine = col[p]
+            while 0 <= base < mine:
+                base = _next(base, strides, walk, e)
+            qp = pk[p]
+            y0 = qp + shift
+            vp = vals[p]
+            lp = lin[p] - zero if not by_class else 0
+            acc = 0.0
+            while base >= 0:
+                for q in range(max(start[base + slo], p + 1), start[base + shi]):
+                    y = y0 - pk[q]
+                    # within R along every axis (:func:`within` as one test)
+                    if ((y + upper) | ~(y + lower)) & H == 0:
+                        if by_class:
+                            wf = classes[_class_of(sc, p, qp, sc, q, pk[q], lanes, step)]
+                            wb = wf
+                        else:
+                            code = lin[q] - lp
+                            wf = table[code] if use_table else _weight(codes, weights, code)
+                            if symmetric:
+                                wb = wf
+                            else:
+                                back = 2 * zero - code
+                                wb = table[back] if use_table else _weight(codes, weights, back)
+                        if wf != 0.0:
+                            acc += wf * vals[q]
+                        if wb != 0.0:
+                            sums[q] += wb * vp
+                base = _next(base, strides, walk, e)
+            sums[p] += acc
+        return sums
+    buf = np.empty(64, np.int64)
     for p in range(p0, p1):
-        base = _walk_from(sc, p, R, axes, sides, nb, strides, low, high, col, walk, p + 1)
-        if base < 0:
+        buf, got = _hits(
+            p, sc, pk[p], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, col, walk, p + 1, buf
+        )
+        if got == 0:
             continue
-        slo, shi = walk[1, e], walk[2, e] + 1
-        qp = pk[p]
-        y0 = qp + shift
         vp = vals[p]
-        lp = lin[p] - zero if not by_class else 0
         acc = 0.0
-        while base >= 0:
-            for q in range(max(start[base + slo], p + 1), start[base + shi]):
-                if not _near(sc, p, y0, sc, q, pk[q], R, H, upper, lower, packed):
-                    continue
-                if by_class:
-                    wf = classes[_class_of(sc, p, qp, sc, q, pk[q], lanes, step)]
-                    wb = wf
-                else:
-                    code = lin[q] - lp
-                    wf = _code_weight(code, use_table, table, codes, weights)
-                    wb = wf if symmetric else _code_weight(2 * zero - code, use_table, table, codes, weights)
-                if wf != 0.0:
-                    acc += wf * vals[q]
-                if wb != 0.0:
-                    sums[q] += wb * vp
-            base = _next(base, strides, walk, e)
+        if by_class:
+            qp = pk[p]
+            for t in range(got):
+                q = buf[t]
+                w = classes[_class_of(sc, p, qp, sc, q, pk[q], lanes, step)]
+                acc += w * vals[q]
+                sums[q] += w * vp
+            sums[p] += acc
+            continue
+        lp = lin[p] - zero
+        for t in range(got):
+            q = buf[t]
+            code = lin[q] - lp
+            wf = table[code] if use_table else _weight(codes, weights, code)
+            if symmetric:
+                wb = wf
+            else:
+                back = 2 * zero - code
+                wb = table[back] if use_table else _weight(codes, weights, back)
+            acc += wf * vals[q]
+            sums[q] += wb * vp
         sums[p] += acc
     return sums
 
@@ -569,34 +566,26 @@ def query_sums(
     """For the query rows ``p0 : p1`` of ``qc`` (packed ``qk``, linear codes
     ``ql``), ``out[i]`` = the sum over the laid-out cells q within R along
     every axis of ``w(sc[q] - qc[i]) vals[q]`` (``w`` as in
-    :func:`half_sums`, also its ``classes``; nothing held per pair, each
-    used where the walk finds it)."""
+    :func:`half_sums`, also its ``classes``; nothing held per pair)."""
     zero = _zero_code(sc.shape[1], R)
     use_table = table.size > 0
     by_class = classes.size > 0
-    packed = lanes.size > 0
-    H, shift, upper, lower = _lane_words(lanes)
     walk = np.empty((3, axes.size), np.int64)
-    e = axes.size - 1
+    buf = np.empty(64, np.int64)
     for i in range(p0, p1):
+        buf, got = _hits(
+            i, qc, qk[i], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, col, walk, 0, buf
+        )
+        lq = ql[i] - zero
         acc = 0.0
-        base = _walk_from(qc, i, R, axes, sides, nb, strides, low, high, col, walk, 0)
-        if base < 0:
-            out[i] = acc
-            continue
-        slo, shi = walk[1, e], walk[2, e] + 1
-        y0 = qk[i] + shift
-        lq = ql[i] - zero if not by_class else 0
-        while base >= 0:
-            for q in range(start[base + slo], start[base + shi]):
-                if not _near(qc, i, y0, sc, q, pk[q], R, H, upper, lower, packed):
-                    continue
-                if by_class:
-                    w = classes[_class_of(qc, i, qk[i], sc, q, pk[q], lanes, step)]
-                else:
-                    w = _code_weight(lin[q] - lq, use_table, table, codes, weights)
-                acc += w * vals[q]
-            base = _next(base, strides, walk, e)
+        for t in range(got):
+            q = buf[t]
+            if by_class:
+                w = classes[_class_of(qc, i, qk[i], sc, q, pk[q], lanes, step)]
+            else:
+                code = lin[q] - lq
+                w = table[code] if use_table else _weight(codes, weights, code)
+            acc += w * vals[q]
         out[i] = acc
 
 
@@ -632,34 +621,27 @@ def scatter_sums(
     laid-out cell q within R along every axis gets ``w(qc[i] - sc[q])
     qv[i]``; returns the sums per laid-out cell (nothing held per pair).
     A few query cells (the heavy cells of a release) reach every cell
-    around them at the cost of their own walks (each pair used where the
-    walk finds it)."""
+    around them at the cost of their own walks."""
     zero = _zero_code(sc.shape[1], R)
     use_table = table.size > 0
     by_class = classes.size > 0
-    packed = lanes.size > 0
-    H, shift, upper, lower = _lane_words(lanes)
     sums = np.zeros(sc.shape[0])
     walk = np.empty((3, axes.size), np.int64)
-    e = axes.size - 1
+    buf = np.empty(64, np.int64)
     for i in range(p0, p1):
-        base = _walk_from(qc, i, R, axes, sides, nb, strides, low, high, col, walk, 0)
-        if base < 0:
-            continue
-        slo, shi = walk[1, e], walk[2, e] + 1
-        y0 = qk[i] + shift
-        lq = ql[i] + zero if not by_class else 0
+        buf, got = _hits(
+            i, qc, qk[i], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, col, walk, 0, buf
+        )
+        lq = ql[i] + zero
         v = qv[i]
-        while base >= 0:
-            for q in range(start[base + slo], start[base + shi]):
-                if not _near(qc, i, y0, sc, q, pk[q], R, H, upper, lower, packed):
-                    continue
-                if by_class:
-                    w = classes[_class_of(qc, i, qk[i], sc, q, pk[q], lanes, step)]
-                else:
-                    w = _code_weight(lq - lin[q], use_table, table, codes, weights)
-                sums[q] += w * v
-            base = _next(base, strides, walk, e)
+        for t in range(got):
+            q = buf[t]
+            if by_class:
+                w = classes[_class_of(qc, i, qk[i], sc, q, pk[q], lanes, step)]
+            else:
+                code = lq - lin[q]
+                w = table[code] if use_table else _weight(codes, weights, code)
+            sums[q] += w * v
     return sums
 
 
@@ -740,10 +722,8 @@ def offset_pairs(
     m = qc.shape[0]
     zero = _zero_code(sc.shape[1], R)
     use_table = table.size > 0
-    packed = lanes.size > 0
-    H, shift, upper, lower = _lane_words(lanes)
     walk = np.empty((3, axes.size), np.int64)
-    e = axes.size - 1
+    buf = np.empty(64, np.int64)
     cap = max(16, 2 * m)
     oq = np.empty(cap, np.int64)
     orow = np.empty(cap, np.int64)
@@ -752,34 +732,30 @@ def offset_pairs(
     bpos = np.empty(64, np.int64)
     n_out = 0
     for i in range(m):
-        base = _walk_from(qc, i, R, axes, sides, nb, strides, low, high, col, walk, 0)
-        if base < 0:
+        buf, got = _hits(
+            i, qc, qk[i], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, col, walk, 0, buf
+        )
+        if got == 0:
             continue
-        slo, shi = walk[1, e], walk[2, e] + 1
-        y0 = qk[i] + shift
+        if got > bkey.size:
+            bkey = _grown(bkey, got)
+            bpos = _grown(bpos, got)
         lq = ql[i] - zero
         kept = 0
-        # each pair at an offset of the set kept where the walk finds it
-        while base >= 0:
-            for q in range(start[base + slo], start[base + shi]):
-                if not _near(qc, i, y0, sc, q, pk[q], R, H, upper, lower, packed):
-                    continue
-                code = lin[q] - lq
-                if use_table:
-                    pos = table[code]
-                else:
-                    pos = np.searchsorted(codes, code)
-                    if pos >= codes.size or codes[pos] != code:
-                        pos = -1
-                if pos < 0:
-                    continue
-                if kept == bkey.size:
-                    bkey = _grown(bkey, kept + 1)
-                    bpos = _grown(bpos, kept + 1)
-                bkey[kept] = run_of[pos] * n_keys + order[q]
-                bpos[kept] = pos
-                kept += 1
-            base = _next(base, strides, walk, e)
+        for t in range(got):
+            q = buf[t]
+            code = lin[q] - lq
+            if use_table:
+                pos = table[code]
+            else:
+                pos = np.searchsorted(codes, code)
+                if pos >= codes.size or codes[pos] != code:
+                    pos = -1
+            if pos < 0:
+                continue
+            bkey[kept] = run_of[pos] * n_keys + order[q]
+            bpos[kept] = pos
+            kept += 1
         if kept == 0:
             continue
         srt = np.argsort(bkey[:kept])
@@ -830,29 +806,26 @@ def half_roots(
     n = sc.shape[0]
     zero = _zero_code(sc.shape[1], R)
     use_table = table.size > 0
-    packed = lanes.size > 0
-    H, shift, upper, lower = _lane_words(lanes)
     walk = np.empty((3, axes.size), np.int64)
-    e = axes.size - 1
+    buf = np.empty(64, np.int64)
     for p in range(n):
-        base = _walk_from(sc, p, R, axes, sides, nb, strides, low, high, col, walk, p + 1)
-        if base < 0:
+        buf, got = _hits(
+            p, sc, pk[p], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, col, walk, p + 1, buf
+        )
+        if got == 0:
             continue
-        slo, shi = walk[1, e], walk[2, e] + 1
-        y0 = pk[p] + shift
         lp = lin[p] - zero
         rp = find_root(parent, p)
-        while base >= 0:
-            for q in range(max(start[base + slo], p + 1), start[base + shi]):
-                if not _near(sc, p, y0, sc, q, pk[q], R, H, upper, lower, packed):
-                    continue
-                rq = find_root(parent, q)
-                if rq == rp:
-                    continue
-                if _code_weight(lin[q] - lp, use_table, table, codes, weights) > 0:
-                    link_roots(parent, rp, rq)
-                    rp = min(rp, rq)
-            base = _next(base, strides, walk, e)
+        for t in range(got):
+            q = buf[t]
+            rq = find_root(parent, q)
+            if rq == rp:
+                continue
+            code = lin[q] - lp
+            w = table[code] if use_table else _weight(codes, weights, code)
+            if w > 0:
+                link_roots(parent, rp, rq)
+                rp = min(rp, rq)
     flatten_roots(parent)
     return parent
 
@@ -880,45 +853,48 @@ def half_edges(
 ) -> tuple[np.ndarray, np.ndarray, bool]:
     """``(i, j, complete)``: the pairs of distinct laid-out cells within R
     along every axis whose offset has a weight > 0 (``lin``, ``table``,
-    ``codes``, ``weights`` as in :func:`half_sums`; a symmetric set, so
-    each pair once, from its earlier position), in rows (``order``), as
-    the walk finds them: those :meth:`box_pairs` lists, in its order, less
-    the offsets off the set. At most ``most`` are held: past them the walk
-    stops and ``complete`` is False (the pairs found so far returned)."""
+    ``codes``, ``weights`` as in :func:`half_sums`; a symmetric set), each
+    once from its earlier position, in rows (``order``): those of
+    :func:`box_pairs` (``half``), in its order, less the offsets off the
+    set. At most ``most`` are held: past them the walk stops, ``complete``
+    is False and the pairs found so far are returned."""
     n = sc.shape[0]
     zero = _zero_code(sc.shape[1], R)
     use_table = table.size > 0
-    packed = lanes.size > 0
-    H, shift, upper, lower = _lane_words(lanes)
     walk = np.empty((3, axes.size), np.int64)
-    e = axes.size - 1
+    buf = np.empty(64, np.int64)
     cap = max(16, min(2 * n, most))
     oi = np.empty(cap, np.int64)
     oj = np.empty(cap, np.int64)
     n_out = 0
     for p in range(n):
-        base = _walk_from(sc, p, R, axes, sides, nb, strides, low, high, col, walk, p + 1)
-        if base < 0:
-            continue
-        slo, shi = walk[1, e], walk[2, e] + 1
-        y0 = pk[p] + shift
+        buf, got = _hits(
+            p, sc, pk[p], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, col, walk, p + 1, buf
+        )
         lp = lin[p] - zero
-        while base >= 0:
-            for q in range(max(start[base + slo], p + 1), start[base + shi]):
-                if not _near(sc, p, y0, sc, q, pk[q], R, H, upper, lower, packed):
-                    continue
-                if not _code_weight(lin[q] - lp, use_table, table, codes, weights) > 0:
-                    continue
-                if n_out == most:
-                    return oi[:n_out].copy(), oj[:n_out].copy(), False
-                if n_out == oi.size:
-                    oi = _resized(oi, n_out, min(2 * n_out, most))
-                    oj = _resized(oj, n_out, min(2 * n_out, most))
-                oi[n_out] = order[p]
-                oj[n_out] = order[q]
-                n_out += 1
-            base = _next(base, strides, walk, e)
+        for t in range(got):
+            q = buf[t]
+            code = lin[q] - lp
+            w = table[code] if use_table else _weight(codes, weights, code)
+            if not w > 0:
+                continue
+            if n_out == most:
+                return oi[:n_out].copy(), oj[:n_out].copy(), False
+            if n_out == oi.size:  # doubled, up to ``most``
+                oi = _resized(oi, n_out, min(2 * n_out, most))
+                oj = _resized(oj, n_out, min(2 * n_out, most))
+            oi[n_out] = order[p]
+            oj[n_out] = order[q]
+            n_out += 1
     return oi[:n_out].copy(), oj[:n_out].copy(), True
+
+
+@kernel
+def _resized(a, kept, size):
+    """A new array of ``size`` entries holding ``a``'s first ``kept``."""
+    out = np.empty(size, a.dtype)
+    out[:kept] = a[:kept]
+    return out
 
 
 @kernel
