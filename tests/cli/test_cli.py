@@ -764,7 +764,8 @@ def test_dask_records_the_columns_as_the_in_memory_path_does(capsys, tmp_path, c
     head = [] if case == "header-less" else ["x,y"]
     path = tmp_path / "p.csv"
     path.write_text("\n".join(head + [f"{a:.4f},{b:.4f}" for a, b in X]) + "\n")
-    options = {"given": ["--header", "--columns", "y", "x"], "header-less": ["--no-header"]}.get(case, ["--header"])
+    given = ["--header", "--columns", "y", "x"]
+    options = {"given": given, "header-less": ["--no-header"]}.get(case, ["--header"])
     if case == "parquet":
         pd = pytest.importorskip("pandas")
         pytest.importorskip("pyarrow")
