@@ -54,6 +54,7 @@ import numpy as np
 
 from dpdbscan import DPDBSCAN
 from dpdbscan.cells.histogram import NoisyHistogram
+from dpdbscan.params import sizing
 from dpdbscan.plan import autoplan
 from dpdbscan.post import merge as _merge
 from dpdbscan.post.coretests.density import density_field
@@ -92,7 +93,7 @@ def merge_within(least: float, r2: float) -> Iterator[None]:
     same fit), the density test's ladder merges core (sub-)cells whose
     centres are less than sqrt(``r2``) of the grid's widths apart (and less
     than eps) instead of less than eps apart. Post-processing only."""
-    old_finer, old_merge = autoplan.finer_n, _dt.centre_merge
+    old_finer, old_merge = sizing.finer_n, _dt.centre_merge
     state = {"on": False}
 
     def finer(estimate: float | None, d: int = 2) -> float | None:
@@ -105,11 +106,11 @@ def merge_within(least: float, r2: float) -> Iterator[None]:
         eps_r2 = _merge.radius_cells2(fine, fine.eps if radius is None else radius)
         return _merge.SubsetMerge(fine, keys, _merge.centre_offsets(fine.d, min(float(r2), eps_r2)))
 
-    autoplan.finer_n, _dt.centre_merge = finer, centre_merge
+    sizing.finer_n, _dt.centre_merge = finer, centre_merge
     try:
         yield
     finally:
-        autoplan.finer_n, _dt.centre_merge = old_finer, old_merge
+        sizing.finer_n, _dt.centre_merge = old_finer, old_merge
 
 
 def block(variant: str) -> contextlib.AbstractContextManager:

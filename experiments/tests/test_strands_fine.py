@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
-from dpdbscan import DPDBSCAN
+from dpdbscan import DPDBSCAN, summary
 from dpdbscan.research import finer_3d_from
 from experiments import strands_fine
 
@@ -98,3 +98,25 @@ def test_the_held_out_gates_need_every_scene_fitted_and_fail_a_family_that_loses
     assert not h["A_passes"] and not h["B_passes"] and h["C_passes"]
     del rows[(strands_fine.HC_SETS["heldout"][0], "f2c3twof2")]  # a scene not run fails (C)
     assert not strands_fine.heldout(rows)["C_passes"]
+
+
+def _count_line(X: np.ndarray) -> str:
+    d = X.shape[1]
+    est = DPDBSCAN("auto", min_samples="auto", epsilon=1.0, bounds=([0] * d, [1] * d), random_state=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        text = summary(est.fit(X).spans_)
+    return next(line for line in text.splitlines() if line.strip().startswith("count"))
+
+
+def test_the_summary_names_the_base_the_block_sized():
+    # the summary takes the finer base's n where the fit does, so a block's
+    # base is the one it names (it named the library's before)
+    X = _strands(8_000, 1)  # a count in the library's finer range (6,000 to 20,000)
+    assert "56,569 points" in _count_line(X)
+    with finer_3d_from(6_000, 40_000):
+        assert "40,000 points" in _count_line(X)
+    X = _strands(5_000, 1)  # below it: the library keeps the base for 20,000
+    assert "the one for 20,000 points" in _count_line(X)
+    with finer_3d_from(4_000, 2**1.5 * 20_000, 500):
+        assert "sized the grid for 56,569 points (the finer 3-D base)" in _count_line(X)

@@ -114,6 +114,7 @@ from .model.build import model_of
 from .model.predict import predict_spans, span_regions
 from .model.record import SpanModel
 from .model.reparam import remodel
+from .params import sizing
 from .params.parameters import PARAMETERS
 from .params.specs import UnitBound
 from .pipeline import events_rows
@@ -299,7 +300,7 @@ def finer_3d_from(least: float, points: float, kappa: int | None = None) -> Iter
     library's rule. Public inputs only (d and the DP count); a study of
     release one's resolution below 20,000 points (the strands-fine and
     strands-E studies); may change."""
-    old = autoplan.finer_n
+    old = sizing.finer_n
     lo, at = float(least), float(points)
 
     def finer(estimate: float | None, d: int = 2) -> float | None:
@@ -308,13 +309,14 @@ def finer_3d_from(least: float, points: float, kappa: int | None = None) -> Iter
         return old(estimate, d)
 
     old_kappa = (autoplan.FINER_CANDIDATE_KAPPA, autoplan.SMALL_FINER_CANDIDATE_KAPPA)
-    autoplan.finer_n = finer
+    # the one name the fit, its plan and its summary look up (sizing.finer_n)
+    sizing.finer_n = finer
     if kappa is not None:
         autoplan.FINER_CANDIDATE_KAPPA = autoplan.SMALL_FINER_CANDIDATE_KAPPA = int(kappa)
     try:
         yield
     finally:
-        autoplan.finer_n = old
+        sizing.finer_n = old
         autoplan.FINER_CANDIDATE_KAPPA, autoplan.SMALL_FINER_CANDIDATE_KAPPA = old_kappa
 
 

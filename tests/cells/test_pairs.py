@@ -954,19 +954,27 @@ def test_person_level_fits_are_the_same_with_weights_by_class_and_by_code(d):
     )
 
 
-def _unpacked_half_sums(index, vals, R, weight, p0, p1):
-    """:func:`pairkernels.half_sums` of an index's cells ``p0 : p1`` without
-    packed lanes: the pairs listed by ``_hits`` (coordinates checked axis
-    by axis), then used; in layout order."""
-    from dpdbscan.cells import pairkernels
-
-    sc, pk, R, lanes, *walk = index._walk(R)
-    lin = index.linear_codes(sc, R)
+def _listed_half_sums(index, vals, R, weight, p0, p1):
+    """:func:`pairkernels.half_sums` of an index's cells ``p0 : p1`` from the
+    pairs listed first, in Python: for each cell p in layout order, the later
+    cells q within R along every axis (coordinates compared axis by axis),
+    in layout order (the walk's), each term added as the kernel adds it; in
+    layout order."""
+    sc = index.coords
     laid = np.asarray(vals, dtype=np.float64)[index.order]
-    return pairkernels.half_sums(
-        sc, np.zeros(sc.shape[0], np.uint64), lin, laid, R, np.zeros(0, np.uint64), *walk,
-        weight.table, weight.codes, weight.weights, weight.symmetric, weight.step, weight.classes, p0, p1,
-    )  # fmt: skip
+    size = (2 * R + 1) ** sc.shape[1]
+    sums = np.zeros(sc.shape[0])
+    for p in range(p0, p1):
+        later = np.arange(p + 1, sc.shape[0])
+        later = later[(np.abs(sc[later] - sc[p]) <= R).all(axis=1)]
+        forth = weight.of(pairs_module.offset_codes(sc[later] - sc[p], R))
+        back = weight.of((size - 1) - pairs_module.offset_codes(sc[later] - sc[p], R))
+        acc = 0.0
+        for q, wf, wb in zip(later.tolist(), forth.tolist(), back.tolist()):
+            acc += wf * laid[q]
+            sums[q] += wb * laid[p]
+        sums[p] += acc
+    return sums
 
 
 @SETTINGS
@@ -990,9 +998,10 @@ def _unpacked_half_sums(index, vals, R, weight, p0, p1):
     split=0.5,
 )
 def test_the_packed_walk_sums_as_the_listed_pairs(d, R, side, n, how, signed, split, seed):
-    """The self-join on packed lanes (each pair used where the walk finds
-    it, terms of weight 0 skipped) gives the sums of the pairs listed
-    first and checked axis by axis, bit for bit, for any range of cells:
+    """The self-join (each pair used where the walk finds it, on packed
+    lanes where the coordinates fit them, terms of weight 0 skipped) gives
+    the sums of the pairs listed first and checked axis by axis, bit for
+    bit, for any range of cells:
     weights from a table, a search of the codes, by class or asymmetric
     (each way its own weight), signed values and weights of 0 included."""
     from dpdbscan.cells import pairkernels
@@ -1024,10 +1033,12 @@ def test_the_packed_walk_sums_as_the_listed_pairs(d, R, side, n, how, signed, sp
     lin = index.linear_codes(sc, R)
     laid = vals[index.order]
     cut = int(split * a.shape[0])
+    unpacked = (np.zeros(sc.shape[0], np.uint64), lin, laid, R, np.zeros(0, np.uint64))  # axis by axis
     for p0, p1 in ((0, a.shape[0]), (0, cut), (cut, a.shape[0])):
-        got = pairkernels.half_sums(
-            sc, pk, lin, laid, R, lanes, *walk, weight.table, weight.codes, weight.weights,
-            weight.symmetric, weight.step, weight.classes, p0, p1,
-        )  # fmt: skip
-        want = _unpacked_half_sums(index, vals, R, weight, p0, p1)
-        assert np.array_equal(got.view(np.int64), want.view(np.int64))
+        want = _listed_half_sums(index, vals, R, weight, p0, p1)
+        for lanes_of in ((pk, lin, laid, R, lanes), unpacked):
+            got = pairkernels.half_sums(
+                sc, *lanes_of, *walk, weight.table, weight.codes, weight.weights,
+                weight.symmetric, weight.step, weight.classes, p0, p1,
+            )  # fmt: skip
+            assert np.array_equal(got.view(np.int64), want.view(np.int64))

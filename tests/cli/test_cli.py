@@ -753,6 +753,41 @@ def test_dask_backend_gets_the_path_scheduler_and_columns(capsys, blobs_csv, mon
     assert "2 span(s)" in out and "read " not in err
 
 
+@pytest.mark.parametrize("case", ["given", "header", "header-less", "parquet"])
+def test_dask_records_the_columns_as_the_in_memory_path_does(capsys, tmp_path, case):
+    """The model's ``metadata.columns`` names the coordinate columns as the
+    in-memory reader does (given, else the declared header's or schema's,
+    else a header-less file's field numbers: public) with --backend dask
+    too, where it recorded null without --columns."""
+    pytest.importorskip("dask")
+    pytest.importorskip("distributed")
+    rng = np.random.default_rng(0)
+    X = rng.normal([5, 5], 1, (600, 2))
+    head = [] if case == "header-less" else ["x,y"]
+    path = tmp_path / "p.csv"
+    path.write_text("\n".join(head + [f"{a:.4f},{b:.4f}" for a, b in X]) + "\n")
+    given = ["--header", "--columns", "y", "x"]
+    options = {"given": given, "header-less": ["--no-header"]}.get(case, ["--header"])
+    if case == "parquet":
+        pd = pytest.importorskip("pandas")
+        pytest.importorskip("pyarrow")
+        path = tmp_path / "p.parquet"
+        pd.DataFrame({"lon": X[:, 0], "lat": X[:, 1]}).to_parquet(path)
+        options = []
+    want = {"given": ["y", "x"], "header-less": ["0", "1"], "parquet": ["lon", "lat"]}
+    columns = {}
+    for backend in ("numpy", "dask"):
+        rc, _, err = run(
+            capsys, "fit", path, *options, "--bounds", "0", "0", "10", "10", "--eps", "0.5",
+            "--min-samples", "20", "--seed", "1", "--no-png", "--no-geojson",
+            "--out-dir", tmp_path / backend, "--backend", backend, "--no-progress",
+        )  # fmt: skip
+        assert rc == 0, err
+        (model,) = (tmp_path / backend).glob("*.json")
+        columns[backend] = json.loads(model.read_text())["metadata"]["columns"]
+    assert columns["dask"] == columns["numpy"] == want.get(case, ["x", "y"])
+
+
 @pytest.mark.parametrize("unit", [False, True])
 def test_dask_says_what_it_dropped_as_the_in_memory_path_does(capsys, tmp_path, unit):
     """With --backend dask the rows read, those with a value that is not a

@@ -12,6 +12,7 @@ import pytest
 from dpdbscan import DPDBSCAN
 from dpdbscan.cli import main
 from dpdbscan.model import describe, guarantee, load_model, save_model, summary, with_params
+from dpdbscan.params import sizing
 from dpdbscan.params.parameters import PARAMETERS
 from dpdbscan.plan import autoplan
 from dpdbscan.post import auto
@@ -156,8 +157,8 @@ def test_a_3d_count_makes_the_base_finer_for_large_sets_only():
     assert fine.eps[-1] == pytest.approx(count_base * 2**1.5, rel=0.03)
     assert fine.base_eps == pytest.approx(count_base / 2**0.5, rel=0.03)
     # 2-D and 4-D: no finer base
-    assert autoplan.finer_n(30_000.0, 2) is None and autoplan.finer_n(30_000.0, 4) is None
-    assert autoplan.finer_n(autoplan.FINER_3D_FROM - 1, 3) is None
+    assert sizing.finer_n(30_000.0, 2) is None and sizing.finer_n(30_000.0, 4) is None
+    assert sizing.finer_n(autoplan.FINER_3D_FROM - 1, 3) is None
     # a fit records the count it spent its share on
     rng = np.random.default_rng(0)
     X = rng.uniform(0.2, 0.8, (3000, 3))
@@ -469,7 +470,6 @@ def test_a_3d_count_from_6000_to_20000_takes_the_finer_base_and_joins_faces():
     # issue 28 item 3 (results/scenes/strands-subcell.md): in 3-D from a count
     # of FINER_3D_FROM to LARGE_N the base is the finer base a count of LARGE_N
     # gets, three candidates, and the spans join core sub-cells by faces
-    from dpdbscan.params import sizing
     from dpdbscan.plan.resolve import resolve, validated
 
     lo3, hi3 = np.zeros(3), np.ones(3)
@@ -481,7 +481,7 @@ def test_a_3d_count_from_6000_to_20000_takes_the_finer_base_and_joins_faces():
         assert r.release.grid.eps == finer, count
         assert len(r.auto.eps) == 3 and r.auto.eps[-1] == pytest.approx(assumed * 2**0.5, rel=0.03)
         assert r.spans.join == "face", count
-        assert autoplan.finer_n(count, 3) == autoplan.LARGE_N * autoplan.FINER_3D
+        assert sizing.finer_n(count, 3) == autoplan.LARGE_N * autoplan.FINER_3D
         assert autoplan.candidate_kappa(count, 3) == autoplan.SMALL_FINER_CANDIDATE_KAPPA
     # outside the range: as before (eps join; the base for ASSUMED_N below, the count's finer base above)
     assert resolve(auto3, lo3, hi3, size_estimate=5_999.0).spans.join == "eps"

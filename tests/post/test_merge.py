@@ -341,6 +341,44 @@ def test_merge_of_all_keys_is_not_held_to_the_pairs_bound(monkeypatch):
     assert SubsetMerge(fine, keys, offsets).edges is None
 
 
+def test_a_merge_for_subsets_holds_no_more_pair_edges_than_its_bound(monkeypatch):
+    """Where the pairs pay (4-D and up) a merge for subsets holds the edges
+    it finds. The cost model bounds the pairs expected if the keys were
+    spread evenly; clustered keys have many more, so the edges are counted
+    as they are found: past :data:`~dpdbscan.post.merge._HELD_PAIRS` none is
+    held and each subset is merged afresh. Here two tight clusters of 4-D
+    sub-cells, whose evenly spread estimate is far below the bound, and the
+    bound lowered below their edges; the labels of nested subsets are the
+    runs' either way."""
+    from dpdbscan.cells.pairs import forced
+    from dpdbscan.post import merge as merge_mod
+    from dpdbscan.post.merge import SubsetMerge, centre_offsets, radius_cells2
+
+    rng = np.random.default_rng(11)
+    fine = Grid(np.zeros(4), np.ones(4), 0.1).subdivided(2)
+    offsets = centre_offsets(4, radius_cells2(fine, fine.eps))
+    shape = np.array(fine.shape)
+    centres = np.floor(np.array([0.2, 0.8])[:, None] * shape).astype(np.int64)
+    pts = centres[rng.integers(0, 2, 3000)] + rng.integers(-3, 4, (3000, 4))
+    keys = np.unique(fine.encode(np.clip(pts, 0, shape - 1)))
+    m = keys.size
+    masks = [None] + [rng.random(m) >= q for q in (0.3, 0.6)]
+    with forced(False):
+        want = [SubsetMerge(fine, keys, offsets).labels(mask) for mask in masks]
+    with forced(True):
+        held = SubsetMerge(fine, keys, offsets)
+        assert held.edges is not None and not held.fresh
+        edges = held.edges[0].size
+        assert m * m * len(offsets) / fine.n_cells < edges / 10  # clustered: 10x the even spread's
+        assert all(np.array_equal(held.labels(mask), w) for mask, w in zip(masks, want))
+        monkeypatch.setattr(merge_mod, "_HELD_PAIRS", edges // 3, raising=False)
+        merge = SubsetMerge(fine, keys, offsets)
+    assert merge.edges is None or merge.edges[0].size <= edges // 3
+    assert merge.fresh and not merge.intervals
+    assert all(np.array_equal(merge.labels(mask), w) for mask, w in zip(masks, want))
+    assert np.unique(want[0]).size == 2
+
+
 def _subcell_keys(case, dense, seed):
     """The keys of :func:`test_merge_of_sub_cells_equals_brute_force`'s case on its fine grid."""
     d, k, eps = _SUBCELL_CASES[case]

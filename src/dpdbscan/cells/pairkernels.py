@@ -447,19 +447,60 @@ def half_sums(
     table of a few hundred entries and the pair's packed lanes (``lin``,
     ``table``, ``codes`` unread).
 
-    With packed lanes the pairs are used as the walk finds them
-    (:func:`_half_sums_packed`): the same sums bit for bit."""
-    if lanes.size > 0:
-        return _half_sums_packed(
-            sc, pk, lin, vals, R, lanes, axes, sides, nb, strides, start, low, high, col,
-            table, codes, weights, symmetric, step, classes, p0, p1,
-        )  # fmt: skip
+    With packed lanes each pair is used where the walk finds it, not
+    listed first (:func:`_hits` writes every cell it checks into its list
+    and keeps those within: the 6-D benchmark's release, 40M cells checked
+    for 0.8M pairs, a fifth of the join's time). The same pairs in the same
+    order (cell p, then the later cells q by position), so the same sums
+    bit for bit; a term of weight 0 is skipped (adding a zero product to a
+    sum started at +0 leaves the same float). (The walk is written out in
+    its branch: through an inlined helper it cost the 5-D join 5-10%.)"""
     n = sc.shape[0]
     zero = _zero_code(sc.shape[1], R)
     use_table = table.size > 0
     by_class = classes.size > 0
     sums = np.zeros(n)
     walk = np.empty((3, axes.size), np.int64)
+    if lanes.size > 0:
+        e = axes.size - 1
+        H, shift, upper, lower = lanes[0], lanes[1], lanes[2], lanes[3]
+        for p in range(p0, p1):
+            base = _box(sc, p, R, axes, sides, nb, strides, low, high, walk)
+            if base < 0:
+                continue
+            slo, shi = walk[1, e], walk[2, e] + 1
+            # the buckets laid out before p's hold none of the later cells
+            mine = col[p]
+            while 0 <= base < mine:
+                base = _next(base, strides, walk, e)
+            qp = pk[p]
+            y0 = qp + shift
+            vp = vals[p]
+            lp = lin[p] - zero if not by_class else 0
+            acc = 0.0
+            while base >= 0:
+                for q in range(max(start[base + slo], p + 1), start[base + shi]):
+                    y = y0 - pk[q]
+                    # within R along every axis (:func:`within` as one test)
+                    if ((y + upper) | ~(y + lower)) & H == 0:
+                        if by_class:
+                            wf = classes[_class_of(sc, p, qp, sc, q, pk[q], lanes, step)]
+                            wb = wf
+                        else:
+                            code = lin[q] - lp
+                            wf = table[code] if use_table else _weight(codes, weights, code)
+                            if symmetric:
+                                wb = wf
+                            else:
+                                back = 2 * zero - code
+                                wb = table[back] if use_table else _weight(codes, weights, back)
+                        if wf != 0.0:
+                            acc += wf * vals[q]
+                        if wb != 0.0:
+                            sums[q] += wb * vp
+                base = _next(base, strides, walk, e)
+            sums[p] += acc
+        return sums
     buf = np.empty(64, np.int64)
     for p in range(p0, p1):
         buf, got = _hits(
@@ -490,86 +531,6 @@ def half_sums(
                 wb = table[back] if use_table else _weight(codes, weights, back)
             acc += wf * vals[q]
             sums[q] += wb * vp
-        sums[p] += acc
-    return sums
-
-
-@kernel
-def _half_sums_packed(
-    sc: np.ndarray,
-    pk: np.ndarray,
-    lin: np.ndarray,
-    vals: np.ndarray,
-    R: int,
-    lanes: np.ndarray,
-    axes: np.ndarray,
-    sides: np.ndarray,
-    nb: np.ndarray,
-    strides: np.ndarray,
-    start: np.ndarray,
-    low: np.ndarray,
-    high: np.ndarray,
-    col: np.ndarray,
-    table: np.ndarray,
-    codes: np.ndarray,
-    weights: np.ndarray,
-    symmetric: bool,
-    step: np.ndarray,
-    classes: np.ndarray,
-    p0: int,
-    p1: int,
-) -> np.ndarray:
-    """:func:`half_sums` on packed lanes, each pair used where the walk
-    finds it instead of listed first: :func:`_hits` writes every cell it
-    checks into its list and keeps those within (the 6-D benchmark's
-    release: 40M cells checked for 0.8M pairs, a fifth of the join's
-    time). The same pairs in the same order (cell p, then the later cells
-    q by position), so the same sums bit for bit; a term of weight 0 is
-    skipped (adding a zero product to a sum started at +0 leaves the same
-    float)."""
-    n = sc.shape[0]
-    zero = _zero_code(sc.shape[1], R)
-    use_table = table.size > 0
-    by_class = classes.size > 0
-    sums = np.zeros(n)
-    walk = np.empty((3, axes.size), np.int64)
-    e = axes.size - 1
-    H, shift, upper, lower = lanes[0], lanes[1], lanes[2], lanes[3]
-    for p in range(p0, p1):
-        base = _box(sc, p, R, axes, sides, nb, strides, low, high, walk)
-        if base < 0:
-            continue
-        slo, shi = walk[1, e], walk[2, e] + 1
-        # the buckets laid out before p's hold none of the later cells
-        mine = col[p]
-        while 0 <= base < mine:
-            base = _next(base, strides, walk, e)
-        qp = pk[p]
-        y0 = qp + shift
-        vp = vals[p]
-        lp = lin[p] - zero if not by_class else 0
-        acc = 0.0
-        while base >= 0:
-            for q in range(max(start[base + slo], p + 1), start[base + shi]):
-                y = y0 - pk[q]
-                # within R along every axis (:func:`within` as one test)
-                if ((y + upper) | ~(y + lower)) & H == 0:
-                    if by_class:
-                        wf = classes[_class_of(sc, p, qp, sc, q, pk[q], lanes, step)]
-                        wb = wf
-                    else:
-                        code = lin[q] - lp
-                        wf = table[code] if use_table else _weight(codes, weights, code)
-                        if symmetric:
-                            wb = wf
-                        else:
-                            back = 2 * zero - code
-                            wb = table[back] if use_table else _weight(codes, weights, back)
-                    if wf != 0.0:
-                        acc += wf * vals[q]
-                    if wb != 0.0:
-                        sums[q] += wb * vp
-            base = _next(base, strides, walk, e)
         sums[p] += acc
     return sums
 
@@ -867,6 +828,73 @@ def half_roots(
                 rp = min(rp, rq)
     flatten_roots(parent)
     return parent
+
+
+@kernel
+def half_edges(
+    sc: np.ndarray,
+    pk: np.ndarray,
+    lin: np.ndarray,
+    R: int,
+    lanes: np.ndarray,
+    axes: np.ndarray,
+    sides: np.ndarray,
+    nb: np.ndarray,
+    strides: np.ndarray,
+    start: np.ndarray,
+    low: np.ndarray,
+    high: np.ndarray,
+    col: np.ndarray,
+    table: np.ndarray,
+    codes: np.ndarray,
+    weights: np.ndarray,
+    order: np.ndarray,
+    most: int,
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    """``(i, j, complete)``: the pairs of distinct laid-out cells within R
+    along every axis whose offset has a weight > 0 (``lin``, ``table``,
+    ``codes``, ``weights`` as in :func:`half_sums`; a symmetric set), each
+    once from its earlier position, in rows (``order``): those of
+    :func:`box_pairs` (``half``), in its order, less the offsets off the
+    set. At most ``most`` are held: past them the walk stops, ``complete``
+    is False and the pairs found so far are returned."""
+    n = sc.shape[0]
+    zero = _zero_code(sc.shape[1], R)
+    use_table = table.size > 0
+    walk = np.empty((3, axes.size), np.int64)
+    buf = np.empty(64, np.int64)
+    cap = max(16, min(2 * n, most))
+    oi = np.empty(cap, np.int64)
+    oj = np.empty(cap, np.int64)
+    n_out = 0
+    for p in range(n):
+        buf, got = _hits(
+            p, sc, pk[p], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, col, walk, p + 1, buf
+        )
+        lp = lin[p] - zero
+        for t in range(got):
+            q = buf[t]
+            code = lin[q] - lp
+            w = table[code] if use_table else _weight(codes, weights, code)
+            if not w > 0:
+                continue
+            if n_out == most:
+                return oi[:n_out].copy(), oj[:n_out].copy(), False
+            if n_out == oi.size:  # doubled, up to ``most``
+                oi = _resized(oi, n_out, min(2 * n_out, most))
+                oj = _resized(oj, n_out, min(2 * n_out, most))
+            oi[n_out] = order[p]
+            oj[n_out] = order[q]
+            n_out += 1
+    return oi[:n_out].copy(), oj[:n_out].copy(), True
+
+
+@kernel
+def _resized(a, kept, size):
+    """A new array of ``size`` entries holding ``a``'s first ``kept``."""
+    out = np.empty(size, a.dtype)
+    out[:kept] = a[:kept]
+    return out
 
 
 @kernel

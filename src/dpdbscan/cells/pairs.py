@@ -411,6 +411,20 @@ class CellIndex:
         out[self.order] = smallest[root]
         return out
 
+    def edges(self, R: int, joined: OffsetWeights, most: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """The pairs of distinct indexed rows within R along every axis whose
+        offset ``joined`` weighs > 0 (a symmetric set), each once, in rows;
+        None when there are more than ``most`` (the walk stops there, having
+        held at most that many)."""
+        pairkernels = _kernels()
+        if self.n == 0:
+            return _none()
+        sc, pk, R, lanes, *walk = self._walk(R)
+        lin = self.linear_codes(sc, R)
+        weights = (joined.table, joined.codes, joined.weights)
+        i, j, complete = pairkernels.half_edges(sc, pk, lin, R, lanes, *walk, *weights, self.order, int(most))
+        return (i, j) if complete else None
+
     def block_components(
         self, Rb: int, members: np.ndarray, block: np.ndarray, R: int, joined: OffsetWeights
     ) -> np.ndarray:

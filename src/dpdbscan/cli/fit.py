@@ -290,7 +290,11 @@ def fit_model(
             meta["unit_column"] = pts.unit_name  # public: the option, from the header or schema
     if opts.read.unit_from is not None:
         meta["unit_from"] = opts.read.unit_from  # public: each file or sub-folder is a unit
-    meta["columns"] = list(pts.names) if pts.names else None
+    # the coordinate columns as the in-memory reader names them (given, else
+    # the declared header's or schema's, else a header-less file's field
+    # numbers), with a distributed backend too: public
+    names = pts.names or pts.read_names
+    meta["columns"] = [str(n) for n in names] if names else None
     if opts.events is not None:
         # public: the options and the declared header or schema's names
         meta["events"] = {**opts.events.record(), "time_column": str(opts.time)}

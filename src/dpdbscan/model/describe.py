@@ -10,8 +10,9 @@ import numpy as np
 
 from ..geometry.projection import eps_text, format_km, projection_of
 from ..laws.noise import shown_count
+from ..params import sizing
 from ..params.paramwords import grid_words, histogram_words
-from ..params.sizing import ASSUMED_N, FINER_3D_FROM, LARGE_N, SMALL_N, finer_n, joins_faces, sized_n
+from ..params.sizing import ASSUMED_N, FINER_3D_FROM, LARGE_N, SMALL_N, joins_faces, sized_n
 from ..post import sidebyside
 from ..post.coretests import core_test
 from ..post.coretests.density.densitymargin import swamped
@@ -563,15 +564,16 @@ def size_lines(model: SpanModel) -> list[str]:
     part = "rho" if size.rho is not None else "epsilon"
     spent = f"for {size.share:.0%} of {part}, part of the budget above"
     d = model.release.grid.d
-    if joins_faces(size.value, d):
+    # the finer 3-D base: a grid for more points than were counted, looked up
+    # as the fit does (sizing.finer_n, which a research block may replace)
+    finer = sizing.finer_n(size.value, d)
+    if joins_faces(size.value, d) and finer is not None:
         return [
             f"  count   : a DP count of the points, {size.value:,.0f}, sized the grid for "
-            f"{finer_n(size.value, d):,.0f} points (the finer 3-D base from {FINER_3D_FROM:,} to "
+            f"{finer:,.0f} points (the finer 3-D base from {FINER_3D_FROM:,} to "
             f"{LARGE_N:,}), and the spans join core sub-cells only where they share a face ({spent})"
         ]
-    if sized_n(size.value, d) is not None:
-        finer = finer_n(size.value, d)
-        # the finer 3-D base (sizing.finer_n): a grid for more points than were counted
+    if finer is not None or sized_n(size.value, d) is not None:
         how = "" if finer is None else f" for {finer:,.0f} points (the finer 3-D base)"
         return [f"  count   : a DP count of the points, {size.value:,.0f}, sized the grid{how} ({spent})"]
     where = f"at most {LARGE_N:,} in 3-D and up" if model.release.grid.d >= 3 else f"at least {SMALL_N:,}"

@@ -14,6 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..cells.grid import Grid, count_neighbours
+from ..params import sizing
 from ..params.sizing import (
     ASSUMED_N,
     FINER_3D,
@@ -21,7 +22,6 @@ from ..params.sizing import (
     FINER_3D_UP_TO,
     LARGE_N,
     SMALL_N,
-    finer_n,
     joins_faces,
     sized_n,
 )
@@ -272,7 +272,7 @@ def candidate_kappa(estimate: float | None, d: int) -> int:
     :data:`MAX_CANDIDATE_KAPPA`. Public: d and the count."""
     if joins_faces(estimate, d):
         return SMALL_FINER_CANDIDATE_KAPPA
-    return MAX_CANDIDATE_KAPPA if finer_n(estimate, d) is None else FINER_CANDIDATE_KAPPA
+    return MAX_CANDIDATE_KAPPA if sizing.finer_n(estimate, d) is None else FINER_CANDIDATE_KAPPA
 
 
 def plan(
@@ -378,7 +378,6 @@ __all__ = [
     "LARGE_N",
     "counts_points",
     "sized_n",
-    "finer_n",
     "joins_faces",
     "candidate_kappa",
     "SMALL_FINER_CANDIDATE_KAPPA",

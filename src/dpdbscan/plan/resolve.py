@@ -29,6 +29,7 @@ from ..cells.grid import MAX_KAPPA, Grid
 from ..exceptions import UtilityWarning
 from ..laws import noise as laws
 from ..laws import zcdp
+from ..params import sizing
 from ..params.parameters import check_units, namer, validate
 from ..params.specs import (
     NoiseSpec,
@@ -122,7 +123,7 @@ def resolve(
     the count the release stands on the grid for ASSUMED_N points, as it
     does when the count is SMALL_N or more (in 3-D and up: LARGE_N or
     less). In 3-D above LARGE_N the base is finer than the count's
-    (:func:`dpdbscan.plan.autoplan.finer_n`); in 3-D from FINER_3D_FROM to
+    (:func:`dpdbscan.params.sizing.finer_n`); in 3-D from FINER_3D_FROM to
     LARGE_N it is the finer base of a count of LARGE_N, and the spans join
     core sub-cells only where they share a face
     (:func:`dpdbscan.plan.autoplan.joins_faces`)."""
@@ -136,7 +137,7 @@ def resolve(
         prior = places if p["selection"] != "flat" and min_samples == "auto" else None
         d = np.asarray(lower).size
         counted = autoplan.counts_points(eps, p["n_expected"], units, places)
-        finer = autoplan.finer_n(size_estimate, d) if counted else None
+        finer = sizing.finer_n(size_estimate, d) if counted else None
         plan = autoplan.plan(
             lower,
             upper,

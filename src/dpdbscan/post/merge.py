@@ -26,9 +26,9 @@ from ..cells.components import connected_components
 from ..cells.grid import Grid, offset_runs, offsets_within, search_keys
 from ..cells.keys import popcount
 from ..cells.pairs import (
+    MAX_PAIRS,
     CellIndex,
     OffsetWeights,
-    chebyshev_half_pairs,
     codes_fit,
     offset_codes,
     pairs_cheaper,
@@ -64,6 +64,10 @@ class SubsetMerge:
     keys, not of the pairs (hundreds of millions among dense core sub-cells
     in 4-D).
 
+    With ``subsets=True`` the edges found as pairs are held, at most
+    :data:`_HELD_PAIRS` of them (counted as found, whatever the cost model
+    expected); beyond, none is held and each subset is merged afresh.
+
     The intervals are two words per run and key; beyond :data:`_HELD_BYTES`
     of them none is held (a sweep of same_release case 5's release, 6-D
     with two sub-cells, asked 17 GB): each subset is then merged afresh
@@ -98,10 +102,13 @@ class SubsetMerge:
         ):
             # many runs (high dimension): the edges themselves, from the
             # pairs of keys within reach (cells/pairs.py)
-            if subsets:
-                self.edges = _pair_edges(grid, keys, self.positive, R)
-            else:
+            if not subsets:
                 self.edges = _forest_edges(grid, keys, offsets, R)
+                return
+            self.edges = _pair_edges(grid, keys, offsets, R)
+            # more edges than _HELD_PAIRS (keys clustered closer than the
+            # cost model's even spread): none held, each subset merged afresh
+            self.fresh = self.edges is None
             return
         self.runs = runs
         if _INTERVAL_BYTES * len(runs) * keys.size > _HELD_BYTES:
@@ -273,42 +280,24 @@ def _runs_cached(d: int, raw: bytes) -> list[tuple[np.ndarray, int, int]]:
     return list(offset_runs(np.frombuffer(raw, dtype=np.int64).reshape(-1, d)))
 
 
-def _pair_edges(grid: Grid, keys: np.ndarray, positive: np.ndarray, R: int) -> tuple[np.ndarray, np.ndarray]:
-    """The edges among ``keys`` (rows) at an offset of ``positive`` or its
-    opposite, each once: the pairs within R along every axis, kept when
-    their offset is one of the set's (compared by :func:`offset_codes`)."""
-    kc = grid.decode(keys)
-    i, j = chebyshev_half_pairs(kc, R)
-    if i.size == 0:
-        return i, j
-    hit = _offset_member(positive, R)(kc[j] - kc[i])
-    return i[hit], j[hit]
+def _pair_edges(
+    grid: Grid, keys: np.ndarray, offsets: np.ndarray, R: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The edges among ``keys`` (rows) at an offset of the symmetric set
+    ``offsets``, each once: the pairs within R along every axis whose
+    offset is one of the set's, kept as the compiled walk finds them; None
+    past :data:`_HELD_PAIRS` of them (the walk stops there). The cost model
+    bounds the pairs expected if the keys were spread evenly
+    (:func:`~dpdbscan.cells.pairs.pairs_cheaper`); clustered keys have
+    many more, and this bound is on those found."""
+    # lexicographically sorted offsets give sorted codes
+    codes = offset_codes(offsets, R)
+    joined = OffsetWeights(codes, np.ones(codes.size), R, grid.d)
+    return CellIndex(grid.decode(keys), R).edges(R, joined, _HELD_PAIRS)
 
 
-#: Offset codes up to which :func:`_offset_member` tables the cube of them
-#: (one byte each) instead of searching the set's sorted codes.
-_MEMBER_TABLE = 1 << 22
-
-
-def _offset_member(positive: np.ndarray, R: int):
-    """A function of offsets (rows within R along every axis) telling which
-    are in the symmetric set ``positive`` plus its opposites: a table over
-    the cube of :func:`offset_codes` where it is small (4-D sub-cells at
-    reach 4: 6,561 entries, a gather per pair instead of a binary search),
-    else a search of the set's sorted codes."""
-    codes = np.sort(np.concatenate((offset_codes(positive, R), offset_codes(-positive, R))))
-    cube = (2 * R + 1) ** positive.shape[1]
-    if cube <= _MEMBER_TABLE:
-        table = np.zeros(cube, dtype=bool)
-        table[codes] = True
-        return lambda off: table[offset_codes(off, R)]
-
-    def search(off: np.ndarray) -> np.ndarray:
-        diff = offset_codes(off, R)
-        pos = np.minimum(np.searchsorted(codes, diff), codes.size - 1)
-        return codes[pos] == diff
-
-    return search
+#: Edges :class:`SubsetMerge` holds at most (two int64 each: 512 MB)
+_HELD_PAIRS = MAX_PAIRS
 
 
 def _forest_edges(grid: Grid, keys: np.ndarray, offsets: np.ndarray, R: int) -> tuple[np.ndarray, np.ndarray]:
@@ -345,6 +334,9 @@ def _forest_edges(grid: Grid, keys: np.ndarray, offsets: np.ndarray, R: int) -> 
     return moved, root[moved]
 
 
+#: Offset codes up to which :func:`_block_tables` tables the cube of them
+#: (one byte each)
+_MEMBER_TABLE = 1 << 22
 #: Offsets up to which :func:`_block_side` checks a cube of them
 _BLOCK_CHECK = 1 << 20
 

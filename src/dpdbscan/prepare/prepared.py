@@ -36,8 +36,8 @@ class Points:
     asks for them), for the per-unit steps that make stops or trip ends.
     ``read_names``: the coordinate columns a distributed backend will read
     where ``names`` is None (no columns given): from the declared header or
-    schema as the in-memory reader names them, for the private notes only
-    (the release records ``names``).
+    schema as the in-memory reader names them (public), for the private
+    notes and the model's ``metadata.columns``, as ``names`` in memory.
 
     Private but for the box, the names and ``meta``.
     """
