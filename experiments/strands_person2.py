@@ -179,6 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seeds", default="", help="comma-separated seeds (default: SEEDS)")
     ap.add_argument("--variants", default="", help="comma-separated names of VARIANTS")
     ap.add_argument("--noiseless", action="store_true", help="the noiseless probe instead")
+    ap.add_argument("--fractions", default="", help="with --noiseless: comma-separated (default FRACTIONS)")
     ap.add_argument("--second", action="store_true", help="release two at k = 4 and 1 instead")
     ap.add_argument("--out", type=Path, help="JSON lines, one per scene (appended)")
     ap.add_argument("--summary", type=Path, help="print the summary of a --variants file and stop")
@@ -199,7 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     for seed in seeds:
         if args.noiseless:
-            row = noiseless_row(seed)
+            row = noiseless_row(seed, [float(f) for f in args.fractions.split(",") if f] or FRACTIONS)
         elif args.second:
             row = second_row(seed)
         else:
