@@ -62,6 +62,8 @@ Post-processing of one release (studies of the density test and the automatic mo
     constants (a copy): the strands-join study replays the rule on recorded
     releases.
     ``person_second``: release two at person level on or off inside a block.
+    ``person_base_3d``: a person-level 3-D automatic fit's base, eps ladder and
+    join set inside a block.
     ``span_noise_filter``: the density test's filter of spans that the noise
     alone explains on (the default) or off inside a block; ``noise_spans``:
     which spans of a release it drops; ``empty_sum_quantile``: its quantile.
@@ -118,7 +120,7 @@ from .params import sizing
 from .params.parameters import PARAMETERS
 from .params.specs import UnitBound
 from .pipeline import events_rows
-from .plan import autoplan
+from .plan import autoplan, resolve
 from .plan import units as unit_plan
 from .plan.autoplan import base_eps as auto_base_eps
 from .plan.clusterlimit import ball_share, cell_log_masses, shown_share
@@ -247,6 +249,7 @@ __all__ = [
     "save_figure",
     "span_noise_filter",
     "person_second",
+    "person_base_3d",
     "noise_spans",
     "empty_sum_quantile",
     "span_parents",
@@ -362,6 +365,49 @@ def person_second(on: bool, share: float | None = None, fine: int | None = None)
         yield
     finally:
         autoplan.SECOND_UNITS, autoplan.SECOND_UNITS_SHARE, autoplan.SECOND_UNITS_FINE = old
+
+
+@contextmanager
+def person_base_3d(points: float | None, kappa: int | None = None, join: str = "eps") -> Iterator[None]:
+    """Research: inside the block a person-level automatic fit in 3-D (privacy
+    units, eps "auto", no place prior, no ``n_expected``) has its base sized
+    for ``points`` points (None: the library's, for ASSUMED_N), its eps
+    ladder capped at ``kappa`` cells a neighbourhood (default the library's)
+    and its spans joined by ``join`` ("eps" or "face"); every other fit is
+    the library's. Public inputs only (d, the parameters); a study of
+    release one's resolution at person level (``experiments.strands_person2``,
+    results/scenes/strands-person2.md); may change."""
+    if join not in ("eps", "face"):
+        raise ValueError(f"join must be 'eps' or 'face', not {join!r}")
+    old_plan, old_spec = autoplan.plan, resolve.SpanSpec
+    state = {"on": False}
+
+    def plan(lower: Any, upper: Any, eta: float, eps: Any, min_samples: Any, *args: Any, **kw: Any) -> Any:
+        n_expected = args[2] if len(args) > 2 else kw.get("n_expected")
+        state["on"] = (
+            bool(kw.get("units"))
+            and kw.get("places") is None
+            and n_expected is None
+            and eps == "auto"
+            and np.asarray(lower).size == 3
+        )
+        if state["on"]:
+            if points is not None and len(args) > 2:
+                args = (*args[:2], float(points), *args[3:])
+            if kappa is not None:
+                kw["kappa"] = int(kappa)
+        return old_plan(lower, upper, eta, eps, min_samples, *args, **kw)
+
+    def spec(**kw: Any) -> Any:
+        if state["on"]:
+            kw["join"] = join
+        return old_spec(**kw)
+
+    autoplan.plan, resolve.SpanSpec = plan, spec  # type: ignore[assignment,misc]
+    try:
+        yield
+    finally:
+        autoplan.plan, resolve.SpanSpec = old_plan, old_spec  # type: ignore[misc]
 
 
 def dask_backend(**kwargs: Any) -> Any:
