@@ -28,13 +28,17 @@ from ..post.coretests.density.densitytest import density_margin
 from .clusterlimit import ClusterLimit, ball_share, cluster_limits, least_points, limits_words
 from .detection import UnitForecast
 
-#: Rough cost of one term of a neighbourhood sum (one gathered noisy count),
-#: measured on the dense path (3-20 ns per term on a laptop core); used only
-#: to warn before a fit that will take minutes.
-SECONDS_PER_TERM = 2e-8
+#: Rough cost of one cell of a dense release, its draw and core test (issue
+#: 30's 4-D points as a dense release: 1.6 s of CPU for 20.2M cells); the
+#: forecast's times only warn before a fit that will take minutes.
+DENSE_CORE_SECONDS_PER_CELL = 8e-8
+#: Rough cost of one released cell of a sparse or stability release: its
+#: sums walk the pairs of released cells within reach (output-sensitive,
+#: issue 30), not every offset of the ball. 290-450 ns a released cell from
+#: 5-D up (docs/benchmarks.md, hdsmall2); 6-D and 8-D fits of the issue's
+#: 1e5 points (about 0.56M and 0.41M released cells) take 0.2-0.3 s.
+SECONDS_PER_RELEASED_CELL = 4.5e-7
 SLOW_SECONDS = 60.0
-#: Without n_expected, a sparse release warns when each candidate sums this many.
-MANY_TERMS = 20_000
 #: A density factor beyond this means only extreme hot spots can be found.
 USELESS_FACTOR = 1000.0
 #: A dense release merges clusters through its noise (issue 30, item 3;
@@ -319,10 +323,16 @@ class Forecast:
         if self.histogram != "dense" and self.cluster_limits:
             # a dense release's limit is the threshold itself (T over the ball's share)
             out.append(f"clusters  : {self.limits_text(length)}")
-        if self.seconds is not None:
+        if self.seconds is not None and self.histogram == "dense":
             out.append(
-                f"time      : about {duration_text(self.seconds)} for the core test "
-                f"({self.terms_per_cell:,} noisy counts per candidate cell)"
+                f"time      : about {duration_text(self.seconds)} for the release and its core test "
+                f"({self.n_cells:,} cells)"
+            )
+        elif self.seconds is not None:
+            out.append(
+                f"time      : about {duration_text(self.seconds)} for the core test, more where "
+                "occupied cells crowd within eps of each other (it walks the pairs of released "
+                f"cells within reach, of up to {self.terms_per_cell:,} per cell)"
             )
         return out + [self.sentence()] + [f"warning: {n}" for n in self.notes]
 
@@ -449,8 +459,13 @@ def fit_cost(fc: Forecast, n: float) -> FitCost:
         seconds += SPARSE_FIXED_SECONDS
     if fc.terms_per_cell > CALIBRATED_TERMS:
         # the line was measured in 2-D; a larger neighbourhood costs its core test on top
-        seconds += fc.seconds or 0.0
-        extra += BYTES_PER_POINT_AND_TERM * fc.terms_per_cell * n
+        if kind == "dense":
+            seconds = max(seconds, fc.seconds or 0.0)
+            extra += BYTES_PER_POINT_AND_TERM * fc.terms_per_cell * n
+        else:
+            # a sparse release's sums walk pairs of released cells within reach
+            # (issue 30): memory linear in the released cells, not the ball's offsets
+            seconds += fc.seconds or 0.0
     return FitCost(seconds=seconds, input_bytes=8.0 * fc.d * n, extra_bytes=extra)
 
 
@@ -498,24 +513,32 @@ def forecast(release: ReleaseSpec, spans: SpanSpec, *, n_expected: float | None 
     if n_expected is not None:
         expected = n_expected * share
         factor = threshold / expected if expected > 0 else math.inf
-    candidates = None
-    if kind == "dense":
-        candidates = grid.n_cells if n_expected is None else min(grid.n_cells, n_expected)
-    elif n_expected is not None:
-        candidates = n_expected + (empty_cells or 0)
-    seconds = None if candidates is None else SECONDS_PER_TERM * terms * float(candidates)
     slow, useless = [], []
-    if seconds is not None and seconds > SLOW_SECONDS:
-        slow.append(
-            f"the core test may take about {duration_text(seconds)}: each candidate cell sums "
-            f"{terms:,} noisy counts (d={d}, eta={grid.eta:g}) over up to "
-            f"{candidates:,.0f} cells. Use fewer dimensions, a larger eta or a coarser eps"
-        )
-    elif seconds is None and terms > MANY_TERMS:
-        slow.append(
-            f"each candidate cell sums {terms:,} noisy counts (d={d}): with many occupied "
-            "cells the fit will be slow; give n_expected for an estimate"
-        )
+    if kind == "dense":
+        # every cell is released: the sums cover the grid by boxes, a cost per
+        # cell, not per offset of the ball (issue 30)
+        seconds = DENSE_CORE_SECONDS_PER_CELL * float(grid.n_cells)
+        if seconds > SLOW_SECONDS:
+            slow.append(
+                f"the release and its core test may take about {duration_text(seconds)}: a dense "
+                f"release draws and sums every one of its {grid.n_cells:,} cells (d={d}, "
+                f"eta={grid.eta:g}). Use fewer dimensions, a larger eta, a coarser eps or the "
+                "sparse histogram"
+            )
+    else:
+        # the sums walk the pairs of released cells within reach: their cost
+        # follows the released cells (the points' plus the noise's), more
+        # where many occupied cells crowd within eps of each other
+        released = (n_expected or 0.0) + (empty_cells or 0.0)
+        walk = SECONDS_PER_RELEASED_CELL * released
+        seconds = None if n_expected is None else walk
+        if walk > SLOW_SECONDS:
+            slow.append(
+                f"the core test may take about {duration_text(walk)} or more: it walks about "
+                f"{released:,.0f} released cells (d={d}, eta={grid.eta:g}; "
+                f"{empty_cells:,.0f} of them noise), more where occupied cells crowd within eps of "
+                "each other. Use fewer dimensions, a larger eta, a higher theta or a coarser eps"
+            )
     if factor is not None and threshold > (n_expected or 0):
         useless.append(
             f"the fit will likely find nothing: a core cell needs {threshold:.0f} points "
@@ -586,7 +609,8 @@ __all__ = [
     "MERGE_EXPECTED",
     "MERGE_KAPPA",
     "MERGE_WIDTHS",
-    "SECONDS_PER_TERM",
+    "DENSE_CORE_SECONDS_PER_CELL",
+    "SECONDS_PER_RELEASED_CELL",
     "duration_text",
     "two_digits",
 ]
