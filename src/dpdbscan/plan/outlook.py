@@ -514,6 +514,7 @@ def forecast(release: ReleaseSpec, spans: SpanSpec, *, n_expected: float | None 
         expected = n_expected * share
         factor = threshold / expected if expected > 0 else math.inf
     slow, useless = [], []
+    seconds: float | None
     if kind == "dense":
         # every cell is released: the sums cover the grid by boxes, a cost per
         # cell, not per offset of the ball (issue 30)
