@@ -326,7 +326,7 @@ class Forecast:
         if self.seconds is not None and self.histogram == "dense":
             out.append(
                 f"time      : about {duration_text(self.seconds)} for the release and its core test "
-                f"({self.n_cells:,} cells)"
+                f"({self.n_cells:,} cells, {self.terms_per_cell:,} noisy counts per candidate cell)"
             )
         elif self.seconds is not None:
             out.append(
