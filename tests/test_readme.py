@@ -45,20 +45,26 @@ def console_commands(markdown: str) -> list[Command]:
     commands: list[Command] = []
     for block in re.findall(r"^```console\n(.*?)^```", markdown, flags=re.M | re.S):
         lines = block.splitlines()
+        if not any(line.startswith("$ ") for line in lines):
+            continue  # commands listed without prompts (the README's quick start), or output alone
         i = 0
+        current: Command | None = None  # output belongs to a command of its own block
         while i < len(lines):
             line = lines[i]
             i += 1
             if not line.startswith("$ "):
-                if commands and line.strip():
-                    commands[-1].shown.append(line)
+                if line.strip():
+                    if current is None:
+                        raise ValueError(f"a ```console block shows output before any command: {line[:60]!r}")
+                    current.shown.append(line)
                 continue
             parts = [line[2:]]
             while parts[-1].rstrip().endswith("\\") and i < len(lines):
                 parts.append(lines[i])
                 i += 1
             text = "\n".join(parts)
-            commands.append(Command(text, [], bool(re.search(r"#\s*slow\b", text))))
+            current = Command(text, [], bool(re.search(r"#\s*slow\b", text)))
+            commands.append(current)
     return commands
 
 
@@ -137,3 +143,18 @@ def test_the_readme_s_python_runs(tmp_path, monkeypatch):
     exec(compile(block, str(README), "exec"), scope)
     assert (tmp_path / "spans.json").is_file() and (tmp_path / "spans.geojson").is_file()
     assert scope["labels"].shape == (10,)
+
+
+def test_a_console_block_s_output_belongs_to_a_command_of_its_own_block():
+    """Output shown in a ```console block with no command before it is an
+    error, and a block without commands is not the previous block's command's
+    output (docs/parameters.md had a warning in a block of its own, read as
+    the output of the forecast shown in the block above)."""
+    ok = "```console\n$ echo a\na\n```\n\n```console\n$ echo b\nb\n```\n"
+    assert [c.shown for c in console_commands(ok)] == [["a"], ["b"]]
+    alone = "```console\n$ echo a\na\n```\n\n```console\nwarning: x\n```\n"
+    assert [c.shown for c in console_commands(alone)] == [["a"]]
+    with pytest.raises(ValueError, match="before any command"):
+        console_commands("```console\nwarning: x\n$ echo a\n```\n")
+    for page in [README, *sorted((README.parent / "docs").glob("*.md"))]:
+        console_commands(page.read_text())  # every page's blocks start with a command
