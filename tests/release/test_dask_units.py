@@ -176,11 +176,10 @@ def test_integer_ids_with_a_missing_one_keep_their_value(client, grid, data, key
     exactly now, with the missing id dropped alone, as in memory. ``per``:
     the same file with a time column read through a time window."""
     import pyarrow as pa
+    import pyarrow.parquet as pq
 
     from dpdbscan.series import PeriodOf
     from dpdbscan.traces.periods import Periods
-
-    import pyarrow.parquet as pq
 
     X, ids = data
     values = (2**60 + ids.astype(np.int64)).tolist()
