@@ -411,9 +411,11 @@ class PeriodOf:
     in memory, as a value a distributed backend ships to its workers."""
 
     periods: Periods
+    #: what a number among the times counts (:data:`dpdbscan.traces.times.TIME_UNITS`)
+    unit: str = "s"
 
     def __call__(self, values: Any) -> np.ndarray:
-        return self.periods.index(parse_times(values))
+        return self.periods.index(parse_times(values, self.unit))
 
 
 @dataclass(frozen=True)
@@ -464,6 +466,9 @@ class SeriesInput:
     p: dict[str, Any]
     units: Any
     times: Any
+    #: what a number among ``times`` counts since 1970 (``"s"``, ``"ms"``, ``"us"``, ``"ns"``:
+    #: :data:`dpdbscan.traces.times.TIME_UNITS`); typed timestamps and ISO text say their own
+    time_unit: str = "s"
 
     def spans_params(self, plan: SeriesPlan, stacklevel: int) -> dict[str, Any]:
         """The parameters of the spans' release (a): ``p`` at the plan's
@@ -510,7 +515,7 @@ def fit_series(
             raise ValueError(
                 "a series on a distributed backend names its unit and time columns: give both as names"
             )
-        window = backend.windowed(times, PeriodOf(plan.periods))
+        window = backend.windowed(times, PeriodOf(plan.periods, data.time_unit))
         model = fit_release(
             X, lower, upper, spans_p, backend=window, units=units, metadata=meta, stacklevel=stacklevel + 1
         )
@@ -519,7 +524,7 @@ def fit_series(
             return window.period_table(model.grid, X, units, SpanOf(model), bound, key)
 
     else:
-        X, units, period = _in_horizon(X, units, times, plan.periods)
+        X, units, period = _in_horizon(X, units, times, plan.periods, data.time_unit)
         n_no_period = len(np.asarray(data.X)) - X.shape[0]
         model = fit_release(
             X,
@@ -626,7 +631,7 @@ def start_series(
             plan=plan.record(unit_name),
         )
     spans_p = data.spans_params(plan, stacklevel + 1)
-    X, units, period = _in_horizon(data.X, data.units, data.times, plan.periods)
+    X, units, period = _in_horizon(data.X, data.units, data.times, plan.periods, data.time_unit)
     first = period < plan.places
     model = fit_release(
         X[first],
@@ -818,10 +823,12 @@ def _choose_pairs(
     )
 
 
-def _in_horizon(X: Any, units: Any, times: Any, periods: Periods) -> tuple[np.ndarray, Any, np.ndarray]:
+def _in_horizon(
+    X: Any, units: Any, times: Any, periods: Periods, time_unit: str = "s"
+) -> tuple[np.ndarray, Any, np.ndarray]:
     """The rows (points, units) whose time is in a period, and their period."""
     X = np.asarray(X, dtype=np.float64)
-    period = periods.index(parse_times(times))
+    period = PeriodOf(periods, time_unit)(times)
     if period.size != X.shape[0]:
         raise ValueError(f"times has {period.size} values for {X.shape[0]} rows: give one time per row")
     inside = period >= 0

@@ -349,6 +349,8 @@ def test_predict_matches_the_model(capsys, blobs_model, tmp_path):
     np.testing.assert_array_equal(table[:, :2], X)
     np.testing.assert_array_equal(table[:, 2], load_model(blobs_model).predict(X))
     assert "labelled 3,000 point(s)" in err
+    # the labels file carries no statement: the command says it is no release
+    assert "note: the labels are of these points, not a DP release" in err
 
 
 def test_sweep_from_data_shares_one_release(capsys, blobs_csv, tmp_path):

@@ -133,6 +133,25 @@ def test_same_series_as_in_memory(traces, tmp_path, capsys, on_client, fmt):
     assert geo["properties"]["unit_protected"] == "cab"
 
 
+def test_times_in_milliseconds_read_alike_on_dask(traces, tmp_path, capsys, on_client):
+    """``--time-unit ms`` on Dask: the workers read each time in the unit
+    given, as the in-memory reader does (before, they read milliseconds as
+    seconds, so every row fell after the horizon and the table counted
+    nothing but noise)."""
+    xy, cab, t = traces
+    source = tmp_path / "cabs_ms.csv"
+    with open(source, "w") as f:
+        f.write("x,y,cab,time\n")
+        for i in range(len(t)):
+            f.write(f"{float(xy[i, 0])!r},{float(xy[i, 1])!r},c{cab[i]},{t[i] * 1000:.0f}\n")
+    ms = ["--header", "--time-unit", "ms"]
+    want, _ = release_of(capsys, tmp_path, source, "memory", *ms)
+    got, _ = release_of(capsys, tmp_path, source, "dask", *ms, "--backend", "dask")
+    assert_same_series(got, want)
+    seconds, _ = release_of(capsys, tmp_path, write_csv(tmp_path / "cabs.csv", traces), "s", "--header")
+    assert want.regions()[0].tolist() == seconds.regions()[0].tolist()
+
+
 def test_a_dask_series_says_what_it_read_and_dropped_in_the_in_memory_words(
     traces, tmp_path, capsys, on_client
 ):

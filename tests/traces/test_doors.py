@@ -7,6 +7,8 @@ is read and quotes no value."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -265,6 +267,7 @@ def test_a_time_column_the_file_lacks_is_refused_before_reading(capsys, tmp_path
         ),
         pa.DictionaryArray.from_arrays(pa.array([0, 1, 2, 0]), pa.array(["a", "b", "a"])),  # a repeated entry
         pa.array([1.0, np.nan, 1.0, 2.0]).dictionary_encode(),
+        pa.array([0.0, -0.0, 1.0, -0.0]).dictionary_encode(),  # two entries, one unit
         np.array(["a", "b", "c", "a"], dtype=object),
     ],
 )
@@ -280,6 +283,50 @@ def test_group_codes_group_rows_as_factorize_does(units):
     assert np.array_equal(codes < 0, ref < 0)
     pairs = {(int(a), int(b)) for a, b in zip(codes, ref) if a >= 0}
     assert len({a for a, _ in pairs}) == len(pairs) == len({b for _, b in pairs})
+
+
+def test_a_row_without_an_id_never_regroups_another_units_trace():
+    """A float dictionary holds 0.0 and -0.0 as two entries; the bounding
+    reads them as one unit (their value). The traces were grouped by the
+    dictionary's entries unless some entry was NaN: one added row whose id is
+    NaN (dropped, no one's) then merged the two halves of the unit spelled
+    0.0 and -0.0, and its stops moved (here: two stops, at A and at B, became
+    none). With or without that row the release is the same."""
+
+    def fit(with_nan: bool):
+        X, ids, times = [], [], []
+        for i in range(11):  # the unit 0.0 / -0.0 alternates between A and B every minute
+            X.append([0.25, 0.25] if i % 2 == 0 else [0.75, 0.75])
+            ids.append(0.0 if i % 2 == 0 else -0.0)
+            times.append(60.0 * i)
+        for i in range(11):  # another unit parks at C
+            X.append([0.25, 0.75])
+            ids.append(1.0)
+            times.append(60.0 * i)
+        if with_nan:
+            X.append([0.5, 0.5])
+            ids.append(float("nan"))
+            times.append(0.0)
+        units = pa.array(ids, type=pa.float64()).dictionary_encode()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivateNoteWarning)
+            est = DPDBSCAN(
+                eps=0.1,
+                min_samples=2,
+                bounds=([0, 0], [1, 1]),
+                delta=1e-6,
+                max_cells_per_unit=4,
+                histogram="dense",
+                events=Stops(0.05, "5min"),
+                random_state=3,
+            ).fit(np.array(X), units=units, times=np.array(times))
+        return est.spans_
+
+    _same_release(fit(False), fit(True))
+    # the unit's trace is one: A, B, A, ... makes no stop
+    ids = pa.array([0.0, -0.0] * 6, type=pa.float64()).dictionary_encode()
+    X = np.array([[0.25, 0.25], [0.75, 0.75]] * 6)
+    assert events_of(Stops(0.05, "5min"), X, ids, 60.0 * np.arange(12), None)[0].shape[0] == 0
 
 
 def test_a_ledger_records_the_events_of_a_release(capsys, tmp_path):

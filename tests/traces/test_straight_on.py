@@ -149,3 +149,48 @@ def test_the_compiled_walk_gives_the_same_flags(dt):
         got = straight_on_flags(X, rows, c, anchors, 0.01, far2, float(np.cos(np.radians(deg))))
         assert np.array_equal(got, want)
         assert want.any() or deg < 100  # not vacuous: some runs left within 120 degrees
+
+
+def _on_the_far_edge(A: np.ndarray) -> np.ndarray:
+    """A 3-D fix about three radii (1.0) ahead of ``A`` whose squared
+    distance, summed over the axes in order, is at most 9 while numpy's
+    ``einsum`` of the same differences rounds it above 9 (or the other way)."""
+    rng = np.random.default_rng(0)
+    for _ in range(200_000):
+        v = np.array([3.0, 0.0, 0.0]) + rng.normal(0, 0.3, 3)
+        v *= 3.0 / np.linalg.norm(v)
+        v *= 1 + int(rng.integers(-3, 4)) * 1e-16
+        d = (A + v - A)[None, :]
+        in_order = d[0, 0] * d[0, 0] + d[0, 1] * d[0, 1] + d[0, 2] * d[0, 2]
+        if (np.einsum("ij,ij->i", d, d)[0] <= 9.0) != (in_order <= 9.0):
+            return A + v
+    raise AssertionError("no fix on the edge found")  # pragma: no cover
+
+
+def test_another_units_long_stay_never_changes_a_units_straight_on_test():
+    """Which scan runs (numpy's rounds or the compiled one) depends on the
+    whole data: a unit parked for 1,100 fixes sends every unit to the
+    compiled walk. In 3-D numpy's walk summed the squared distances and
+    the angle's products by ``einsum``, whose rounding differs from the
+    compiled walk's sum in order: a fix that lay on the edge of the three
+    radii was inside for one and outside for the other, and this unit's
+    stop at A was kept without the parked unit and dropped with it. Both
+    walks now sum the axes in order."""
+    A = np.array([0.1, 0.2, 0.3])
+    P = _on_the_far_edge(A)
+    Q, C = A - [5.0, 0.0, 0.0], A + [5.0, 0.0, 0.0]
+    X = np.array([Q, P] + [A] * 11 + [C])
+    t = np.array([0.0, 60.0] + [120.0 + 60 * i for i in range(11)] + [840.0])
+    alone = stop_rows(X, np.zeros(len(X), dtype=np.int64), t, 1.0, 300.0, straight_on=30.0)
+    parked = np.full((1100, 3), 50.0)
+    with_other = stop_rows(
+        np.vstack([X, parked]),
+        np.r_[np.zeros(len(X), dtype=np.int64), np.ones(1100, dtype=np.int64)],
+        np.r_[t, np.arange(1100.0)],
+        1.0,
+        300.0,
+        straight_on=30.0,
+    )
+    assert alone.tolist() == [r for r in with_other.tolist() if r < len(X)]
+    # P is within three radii summed in order: B is Q, and A -> C goes straight on
+    assert alone.size == 0

@@ -154,3 +154,18 @@ def test_a_time_column_mostly_unreadable_says_what_to_check():
     assert most.startswith("2 of 3 row(s)") and "check that --time" in most
     one = unreadable_note(Stops("100m", "5min"), parse_times(np.array([text[0]] + [text[-1]] * 3)), None)
     assert one.startswith("1 of 4 row(s)") and "check that" not in one
+
+
+@pytest.mark.parametrize("unit", ["s", "ms"])
+def test_nullable_integers_read_as_arrow_integers(unit):
+    """A pandas ``Int64`` column (how the Dask backend reads a Parquet
+    file's integer column, so that a null keeps the others exact) reads
+    value for value as the Arrow integer column the in-memory reader gives;
+    with ``--time-unit ms`` it was refused (numpy cannot type ``Int64``)."""
+    import pandas as pd
+
+    values = [1_709_510_400, None, 2**60 + 1, -5]
+    got = parse_times(pd.Series(pd.array(values, dtype="Int64")), unit)
+    want = parse_times(pa.array(values, type=pa.int64()), unit)
+    assert np.array_equal(got, want, equal_nan=True)
+    assert np.isnan(got[1]) and got[0] == 1_709_510_400 / (1 if unit == "s" else 1000)

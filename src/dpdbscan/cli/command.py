@@ -266,7 +266,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_fit_options(p, sweep=False)
     add_period_options(p)
 
-    p = add("predict", "label points with a saved model (-1 = noise); CSV out", cmd_predict)
+    p = add(
+        "predict",
+        "label points with a saved model (-1 = noise); CSV out, not a DP release (labels of the "
+        "fitted data are not protected)",
+        cmd_predict,
+    )
     p.add_argument("model", help="span model JSON written by 'dpdbscan fit'")
     p.add_argument("points", help="points to label (lon/lat for a --geo model)")
     p.add_argument("-o", "--output", default="-", help="labels CSV (default: standard output)")

@@ -404,8 +404,19 @@ def _series_model(
     (``backend``: the Dask backend, which reads the rows and their time
     column itself); with it, the workers' tally of what they read in
     ``read_counts``."""
+    # in memory the door read the times in --time-unit already (seconds); the Dask workers read
+    # the column itself, in that unit
+    raw = backend is not None
     made = fit_series(
-        SeriesInput(pts.X, pts.lower, pts.upper, p, pts.units, pts.times if backend is None else opts.time),
+        SeriesInput(
+            pts.X,
+            pts.lower,
+            pts.upper,
+            p,
+            pts.units,
+            opts.time if raw else pts.times,
+            opts.time_unit if raw else "s",
+        ),
         series,
         unit_name=None if pts.unit_name is None else str(pts.unit_name),
         metadata={**meta, "time_column": str(opts.time)},

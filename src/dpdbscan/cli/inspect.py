@@ -32,6 +32,13 @@ def cmd_predict(args: argparse.Namespace, sink: WarningSink) -> int:
         warnings.simplefilter("ignore", PrivateNoteWarning)  # said below, in the command's words
         labels = model.predict(Xm)
     write_labels(args.output, labels, X if args.with_points else None, names)
+    # the labels file cannot carry a statement without a column a reader takes as data: said here
+    print(
+        "note: the labels are of these points, not a DP release: each says which released span one "
+        "point lies in, so labels of the data the model was fitted on are not protected (docs/privacy.md "
+        "section 2)",
+        file=sys.stderr,
+    )
     n_noise = int((labels < 0).sum())
     notes = Notes(args.quiet)
     notes(

@@ -298,9 +298,14 @@ def group_codes(units: Any) -> np.ndarray | None:
         indices = pa.chunked_array([c.indices for c in units.chunks], units.type.index_type)
     else:
         dictionary, indices = units.dictionary, units.indices
+    if pa.types.is_floating(dictionary.type):
+        if pc.any(pc.is_nan(dictionary)).as_py():
+            return None
+        # by value, as the bounding reads a float id: -0.0 and 0.0 (two
+        # entries of an Arrow dictionary) are one unit, so the dictionary
+        # then holds a unit twice and the caller factorizes
+        dictionary = pc.add(dictionary, 0.0)
     if dictionary.null_count or pc.count_distinct(dictionary).as_py() != len(dictionary):
-        return None
-    if pa.types.is_floating(dictionary.type) and pc.any(pc.is_nan(dictionary)).as_py():
         return None
     codes = pc.fill_null(indices, -1).to_numpy()
     return codes.astype(np.int64, copy=False)

@@ -147,7 +147,7 @@ def straight_on_runs(
             live, nxt = live[ok], nxt[ok]
             q = rows[nxt]
             d = X[q] - a[live]
-            ok = (codes[q] == u[live]) & (np.einsum("ij,ij->i", d, d) <= limit2)
+            ok = (codes[q] == u[live]) & (_dots(d, d) <= limit2)
             live, nxt = live[ok], nxt[ok]
             at[live] = nxt
         return at
@@ -162,9 +162,21 @@ def straight_on_runs(
         return out
     come = a[has] - X[rows[before[has]]]
     go = X[rows[after[has]]] - a[has]
-    dot = np.einsum("ij,ij->i", come, go)
-    norms = np.sqrt(np.einsum("ij,ij->i", come, come) * np.einsum("ij,ij->i", go, go))
+    dot = _dots(come, go)
+    norms = np.sqrt(_dots(come, come) * _dots(go, go))
     out[has] = dot > np.cos(np.radians(degrees)) * norms
+    return out
+
+
+def _dots(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row by row, the sum of ``a * b`` over the axes in order, as the
+    compiled walk (:func:`dpdbscan.traces.stopscan.straight_on_flags`) sums
+    it: the same bits, so that which walk runs (which depends on the other
+    units' traces) never changes a unit's flags. Not ``np.einsum``, whose
+    sums of three or more axes round otherwise."""
+    out = a[:, 0] * b[:, 0]
+    for k in range(1, a.shape[1]):
+        out += a[:, k] * b[:, k]
     return out
 
 

@@ -79,6 +79,9 @@ def parse_times(values: Any, unit: str = "s") -> np.ndarray:
         return parse_times(values) if _typed_times(values) else _scaled(values, per)
     if type(values).__module__.split(".")[0] == "pyarrow":
         return _parse_arrow(values)
+    masked = _masked_numbers(values)
+    if masked is not None:
+        return masked
     if hasattr(values, "dtype") and str(getattr(values, "dtype", "")).startswith("datetime64[ns,"):
         # a time-zone-aware pandas Series: its UTC instants
         values = values.dt.tz_convert("UTC").dt.tz_localize(None)
@@ -109,6 +112,23 @@ def parse_times(values: Any, unit: str = "s") -> np.ndarray:
 
         return _parse_arrow(pa.array(arr.astype(str) if arr.dtype.kind == "S" else arr))
     raise TypeError(f"times must be numbers, timestamps or text (one per row), got dtype {arr.dtype}")
+
+
+def _masked_numbers(values: Any) -> np.ndarray | None:
+    """A pandas Series or array of nullable integers or floats (``Int64``,
+    ``Float64``: how the Dask backend reads a Parquet file's integer
+    column) as float seconds, NaN where missing or not finite, each value
+    as Arrow's integer column reads it; None for any other input."""
+    if type(values).__module__.split(".")[0] != "pandas":
+        return None
+    dtype = getattr(values, "dtype", None)
+    if isinstance(dtype, np.dtype) or getattr(dtype, "kind", "") not in ("i", "u", "f"):
+        return None
+    if getattr(dtype, "numpy_dtype", None) is None:
+        return None
+    out = np.asarray(values.to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64)
+    out[~np.isfinite(out)] = np.nan
+    return out
 
 
 def as_column(values: Any) -> np.ndarray:
@@ -177,9 +197,9 @@ def _typed_times(values: Any) -> bool:
 
         t = values.type.value_type if pa.types.is_dictionary(values.type) else values.type
         return bool(pa.types.is_timestamp(t) or pa.types.is_date(t))
-    return str(getattr(values, "dtype", "")).startswith("datetime64") or (
-        hasattr(values, "dtype") and np.dtype(values.dtype).kind == "M"
-    )
+    dtype = getattr(values, "dtype", None)
+    # a pandas extension dtype (nullable integers) is no numpy dtype: its kind says
+    return str(dtype).startswith("datetime64") or getattr(dtype, "kind", "") == "M"
 
 
 def _scaled(values: Any, per: float) -> np.ndarray:
@@ -195,7 +215,7 @@ def _scaled(values: Any, per: float) -> np.ndarray:
             arr = arr.dictionary_decode()
     else:
         raw = as_column(values)
-        if raw.dtype.kind in "iufb":
+        if raw.dtype.kind in "iufb" or _masked_numbers(values) is not None:
             return out / per
         if raw.dtype.kind == "O":
             # numbers scaled here, each other value's text below (a bool's

@@ -315,6 +315,22 @@ def _merge_parts(*parts):
 _UNIT, _COUNT, _PAIR = "unit", "count", "pair"
 
 
+def exact_integers(t: Any) -> Any:
+    """The pandas dtype a Parquet file's Arrow integer column is read as:
+    pandas' nullable integers of its width (None for any other type: the
+    default). pandas' default makes an integer column with one null float64
+    in that partition, which rounds every id above 2**53 (sixty ids near
+    2**60 become one unit): one row without an id would merge other units.
+    Read so, each value stays itself and a null is missing, as the
+    in-memory reader (Arrow) reads them."""
+    import pandas as pd
+    import pyarrow as pa
+
+    if not pa.types.is_integer(t):
+        return None
+    return pd.api.types.pandas_dtype(("U" if pa.types.is_unsigned_integer(t) else "") + f"Int{t.bit_width}")
+
+
 def unit_kind(dtype: Any, name: str = "units") -> str:
     """How the values of a unit column become units, from its *declared*
     type (a Parquet schema, a dataframe's or an array's dtype; never its
@@ -1243,7 +1259,12 @@ class DaskBackend:
             _check_time_column(schema.columns, cols, time)
             cols = [*cols, time]
         self._check_parquet_types(paths, cols)
-        return dd.read_parquet(paths, columns=cols, storage_options=self.storage_options)
+        return dd.read_parquet(
+            paths,
+            columns=cols,
+            storage_options=self.storage_options,
+            arrow_to_pandas={"types_mapper": exact_integers},
+        )
 
     def check_files(
         self, X: Any, d: int, unit: str | None = None, time: str | None = None
