@@ -1332,8 +1332,15 @@ def pa_type(name: str) -> Any:
 
 
 def pa_array(values: Any, t: Any) -> Any:
+    """``values`` (an Arrow array or chunked array, a NumPy array or a list)
+    as one Arrow array of type ``t``. A chunked array (a CSV file's field,
+    read in blocks) is joined by its buffers: ``pa.array`` would convert it
+    value by value through Python objects (1.6 s for the 1.4M times of a
+    folder of 1,025 T-Drive files)."""
     import pyarrow as pa
 
+    if isinstance(values, pa.ChunkedArray):
+        values = values.chunk(0) if values.num_chunks == 1 else values.combine_chunks()
     if isinstance(values, pa.Array):
         return values.cast(t)
     return pa.array(values, type=t, from_pandas=True)
