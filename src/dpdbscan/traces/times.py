@@ -331,16 +331,23 @@ def _parse_text(values: Any) -> np.ndarray:
     text = values.cast(pa.string())
     if _any_padded(text):  # else trimming changes nothing (and takes a regex pass)
         text = pc.replace_substring_regex(text, _TRIM, "")
-    left = np.ones(n, dtype=bool)  # the patterns exclude each other: each looks at what is left
+    # the patterns exclude each other: each looks at what the ones before left, ISO text first
+    # (a column that is not all numbers is mostly text: one pass of one pattern, T-Drive's)
+    left = np.ones(n, dtype=bool)
     for pattern, target in (
-        (NUMBER_PATTERN, pa.float64()),
         (ISO_LOCAL, pa.timestamp("ns")),
         (ISO_ZONED, pa.timestamp("ns", tz="UTC")),
+        (NUMBER_PATTERN, pa.float64()),
     ):
         if not left.any():
             break
-        rest = text if left.all() else text.filter(pa.array(left))
-        mask = pc.fill_null(pc.match_substring_regex(rest, pattern), False).to_numpy(zero_copy_only=False)
+        everything = left.all()
+        rest = text if everything else text.filter(pa.array(left))
+        matched = pc.match_substring_regex(rest, pattern)
+        if everything and matched.null_count == 0 and pc.all(matched).as_py():
+            out[:] = _cast_halving(rest, target)  # every value is of this pattern (T-Drive's times)
+            break
+        mask = pc.fill_null(matched, False).to_numpy(zero_copy_only=False)
         if not mask.any():
             continue
         rows = np.flatnonzero(left)[mask]
