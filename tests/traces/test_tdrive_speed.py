@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpdbscan.files.reader import pa_array
+from dpdbscan.files.reader import pa_chunks
 from dpdbscan.release.bounding import factorize
 from dpdbscan.traces.order import _grouped_order, trace_order, usable
 from dpdbscan.traces.times import ISO_LOCAL, ISO_ZONED, NUMBER_PATTERN, _all_numbers, _parse_text, parse_times
@@ -20,15 +20,17 @@ pa = pytest.importorskip("pyarrow")
 pc = pytest.importorskip("pyarrow.compute")
 
 
-def test_a_chunked_column_is_joined_as_its_values():
+def test_a_chunked_column_is_cast_chunk_by_chunk_to_its_values():
     chunks = [pa.array([b"2008-02-02 13:30:4%d" % i, None, b"x"]) for i in range(5)]
     for values in (pa.chunked_array(chunks), pa.chunked_array(chunks[:1]), pa.chunked_array([], pa.binary())):
-        got = pa_array(values, pa.binary())
-        assert isinstance(got, pa.Array) and got.type == pa.binary()
-        assert got.to_pylist() == values.to_pylist()
-    # cast as well as joined, as the plain array was
-    got = pa_array(pa.chunked_array([pa.array(["1", "2"]), pa.array(["3"])]), pa.binary())
-    assert got.to_pylist() == [b"1", b"2", b"3"]
+        got = pa_chunks(values, pa.binary())
+        assert all(isinstance(c, pa.Array) and c.type == pa.binary() for c in got)
+        assert pa.chunked_array(got, pa.binary()).to_pylist() == values.to_pylist()
+    # cast as well, as the plain array was; a list or an array as pa_array makes it
+    got = pa_chunks(pa.chunked_array([pa.array(["1", "2"]), pa.array(["3"])]), pa.binary())
+    assert pa.chunked_array(got).to_pylist() == [b"1", b"2", b"3"]
+    assert [c.to_pylist() for c in pa_chunks(["a", None], pa.binary())] == [[b"a", None]]
+    assert pa_chunks(np.array([1.5, 2.0]), pa.float64())[0].to_pylist() == [1.5, 2.0]
 
 
 def _plain_text_rule(values: list[str | None]) -> np.ndarray:
