@@ -205,6 +205,7 @@ FILE_CASES: list[tuple[str, str, str]] = [
     ("CLI pick-ups, trace Parquet", "parquet", "pickups"),
     ("CLI stops, Cabs-tiny", "cabs-tiny", "stops"),
     ("CLI pick-ups, Cabs-tiny", "cabs-tiny", "pickups"),
+    ("CLI stops, T-Drive folder", "tdrive", "stops"),
 ]
 
 #: Times a trace file may hold besides unix seconds: ISO text and bad ones.
@@ -245,6 +246,24 @@ def _trace_file(kind: str, events: str, folder: Path) -> tuple[Path, list[str]] 
             return None
         fixed = "--geo --bounds -122.6 37.55 -122.3 37.85 --eps 200m --min-samples 30".split()
         radius = "100m"
+    elif kind == "tdrive":
+        # T-Drive's layout: a folder of headerless files, one per unit, ISO text without a
+        # zone; repeated fixes (ties in time), padded and bad times
+        path = folder / "taxi_log"
+        path.mkdir()
+        by_unit: dict[str, list[str]] = {}
+        for i, (x, y, u, t, _) in enumerate(_trace_lines()):
+            if t.isdigit():
+                t = str(np.datetime64(int(t), "s")).replace("T", " ")
+                t = f" {t}" if i % 23 == 0 else t
+            line = f"{u[1:]},{t},{x!r},{y!r}"
+            by_unit.setdefault(u, []).append(line)
+            if i % 13 == 0:  # the same fix again, or another fix at the same time
+                by_unit[u].append(line if i % 2 else f"{u[1:]},{t},{x + 0.001!r},{y!r}")
+        for u, lines in by_unit.items():
+            (path / f"{u[1:]}.txt").write_text("\n".join(lines) + "\n")
+        columns = "--unit-from file --format csv --no-header --fields 4 --columns 2 3".split()
+        time = "1"
     elif kind == "parquet":
         import pyarrow as pa
         import pyarrow.parquet as pq

@@ -12,6 +12,7 @@ before a ledger reserves anything.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import sqlite3
 
 import numpy as np
@@ -548,3 +549,33 @@ def test_a_cut_gzip_csv_file_of_a_folder_keeps_its_rows_before_the_cut(capsys, t
         name="o",
     )
     assert same_release(a, b) and "part-way" in err, err
+
+
+def test_check_and_forecast_speak_of_a_folders_units_as_fit_does(capsys, tmp_path):
+    """A T-Drive folder's user runs ``check`` and ``forecast`` with fit's own ``--unit-from``:
+    check counts the units as one file each (there is no column 'file'), and the forecast,
+    which reads no folder, takes ``--unit-from`` as it takes ``--unit``."""
+    units = traces(seed=4, n_units=30)
+    root = tmp_path / "taxi_log"
+    root.mkdir()
+    for name, rows in units.items():
+        (root / f"{int(name)}.txt").write_text(
+            "".join(f"{int(name)},{t:%Y-%m-%d %H:%M:%S},{x!r},{y!r}\n" for x, y, t in rows)
+        )
+    opts = ["--no-header", "--fields", "4", "--columns", "2", "3", "--time", "1", "--stops", "100m", "5min"]
+    rc, out, err = run(
+        capsys, "check", root, "--unit-from", "file", "--format", "csv", *opts, "--geo", *BOX,
+        "--eps", "300m", "--min-samples", "5", *UNIT,
+    )  # fmt: skip
+    assert rc == 0 and out == "", err
+    assert "30 unit(s) (one file of the input folder each)" in err and "column 'file'" not in err
+    plan = ["--geo", *BOX, "--eps", "300m", "--min-samples", "5", "--time", "1", "--stops", "100m", "5min"]
+    rc, out, err = run(capsys, "forecast", *plan, "--unit-from", "file", *UNIT, "--json")
+    assert rc == 0, err
+    got = json.loads(out)
+    assert got["unit_from"] == "file" and got["unit_column"] is None and got["privacy_level"] == "person"
+    assert "each unit (one file of the input folder) would be protected" in got["protects"]
+    rc, out, err = run(capsys, "forecast", *plan, "--unit-from", "file", "--unit", "taxi", *UNIT)
+    assert rc == 2 and "--unit-from replaces --unit" in err
+    rc, out, err = run(capsys, "forecast", *plan, "--unit-from", "folder", "--delta", "1e-6")
+    assert rc == 2 and "--unit-from makes a person-level release" in err

@@ -22,6 +22,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..cells.grid import Grid
+from ..files.tracefolder import UNIT_WORDS
 from ..geometry import projection
 from ..plan.autoplan import PLACE_EXTENT_KM
 from ..plan.outlook import duration_text, fit_cost
@@ -118,7 +119,9 @@ def cmd_check(args: argparse.Namespace, sink: WarningSink) -> int:
     missing = [opt for opt, key in (("--eps", "eps"), ("--min-samples", "min_samples")) if p[key] is None]
     if missing:
         if pts.units is not None:
-            lines, _ = unit_lines(pts, None, k, p["max_points_per_cell"], length, p["cell_choice"], counted)
+            lines, _ = unit_lines(
+                pts, None, k, p["max_points_per_cell"], length, p["cell_choice"], counted, args.unit_from
+            )
             for line in lines:
                 notes(line)
         notes(f"no grid, kappa, margin, threshold or fit cost: give {' and '.join(missing)} to see them")
@@ -136,7 +139,9 @@ def cmd_check(args: argparse.Namespace, sink: WarningSink) -> int:
     against = f"the {n:,} rows kept"
     if person:
         grid = Grid(pts.lower, pts.upper, fc.eps, p["eta"])
-        lines, bounded = unit_lines(pts, grid, k, p["max_points_per_cell"], length, p["cell_choice"], counted)
+        lines, bounded = unit_lines(
+            pts, grid, k, p["max_points_per_cell"], length, p["cell_choice"], counted, args.unit_from
+        )
         for line in lines:
             notes(line)
         if bounded is None:
@@ -217,6 +222,7 @@ def unit_lines(
     length: Callable[[float], str],
     cell_choice: str = "busiest",
     counted: str = "rows kept",
+    unit_from: str | None = None,
 ) -> tuple[list[str], float | None]:
     """Private notes on the privacy units of ``pts`` (``--unit``): how many,
     their points and, on the release's ``grid`` (None: not known yet),
@@ -228,7 +234,8 @@ def unit_lines(
     returns the expected sum of the bounded counts (None when ``k`` or the
     grid is not known): the points a person-level release counts.
     ``counted``: what the points are (the rows kept, or the events made
-    from them)."""
+    from them). ``unit_from``: the units are a folder's files or sub-folders
+    (``--unit-from``), not a column's values."""
     name = pts.unit_name
     if grid is None:
         codes, uniques = factorize(pts.units)
@@ -240,7 +247,8 @@ def unit_lines(
         points = np.bincount(pairs.units, weights=pairs.counts, minlength=pairs.n_units)
     present = points > 0
     n_units, total = int(np.count_nonzero(present)), float(points.sum())
-    out = [f"units     : {n_units:,} unit(s) in column {name!r} among the {total:,.0f} {counted}"]
+    where = f"in column {name!r}" if unit_from is None else f"({UNIT_WORDS[unit_from]} each)"
+    out = [f"units     : {n_units:,} unit(s) {where} among the {total:,.0f} {counted}"]
     if n_units == 0:
         return out, None
     out.append(f"points    : per unit: {_spread(points[present])}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..files.tracefolder import LEDGER_UNIT, UNIT_FROM, UNIT_WORDS
 from ..geometry import projection
 from ..model.codec import jsonable
 from ..model.describe import bound_brief
@@ -133,6 +134,13 @@ def add_arguments(p: ArgTarget) -> None:
         "--max-cells-per-unit K is given (required with --unit)",
     )
     u.add_argument(
+        "--unit-from",
+        choices=UNIT_FROM,
+        help="accepted as fit takes it for a folder of trace files (one unit per file or "
+        "sub-folder), instead of --unit: the forecast reads no folder either; person-level with "
+        "--max-cells-per-unit K",
+    )
+    u.add_argument(
         "--n-units-expected",
         type=float,
         metavar="N",
@@ -158,12 +166,15 @@ def would_protect(p: dict, unit: str | None, units: dict | None, plan: SeriesPla
     rho); a series' line is its plan's statement (the lifetime budget)."""
     person = units is not None
     who = unit or "unit"
+    folder = next((rule for rule, recorded in LEDGER_UNIT.items() if unit == recorded), None)
+    if folder is not None:  # --unit-from: what one unit is, not a column's name
+        who = f"unit ({UNIT_WORDS[folder]})"
     if plan is not None:
-        line = f"person-level: {statement(plan, unit)}"
+        line = f"person-level: {statement(plan, who if folder else unit)}"
     elif units is not None:
         k, m = units["max_cells_per_unit"], units["max_points_per_cell"]
         line = (
-            f"person-level: each {who} would be protected ({bound_brief(k, m, who)}); "
+            f"person-level: each {who} would be protected ({bound_brief(k, m, 'unit' if folder else who)}); "
             f"epsilon={units['epsilon']:g}, delta={units['delta']:g} (rho={units['rho']:.3g} zCDP)"
         )
     else:
@@ -173,7 +184,8 @@ def would_protect(p: dict, unit: str | None, units: dict | None, plan: SeriesPla
         )
     return {
         "privacy_level": "person" if person else "event",
-        "unit_column": unit if person else None,
+        "unit_column": unit if person and folder is None else None,
+        "unit_from": folder if person else None,
         "protects": f"{line} (a forecast: nothing is read or released)",
     }
 
@@ -194,9 +206,17 @@ def cmd_forecast(args: argparse.Namespace, sink: WarningSink) -> int:
         max_points_per_cell=args.max_points_per_cell,
     )
     p = validated(values, cli=True)
-    if args.unit is not None and p["max_cells_per_unit"] is None:
+    unit = args.unit
+    if args.unit_from is not None:
+        if unit is not None:
+            raise ValueError(
+                "--unit-from replaces --unit (each file or sub-folder is a unit): give one of them"
+            )
+        unit = LEDGER_UNIT[args.unit_from]
+    if unit is not None and p["max_cells_per_unit"] is None:
+        option = "--unit" if args.unit_from is None else "--unit-from"
         raise ValueError(
-            "--unit makes a person-level release: give --max-cells-per-unit K (a number: the "
+            f"{option} makes a person-level release: give --max-cells-per-unit K (a number: the "
             "forecast reads no data, so 'auto' has nothing to choose from)"
         )
     # --stops / --trip-ends: public; with them the counts are each unit's events
@@ -240,7 +260,7 @@ def cmd_forecast(args: argparse.Namespace, sink: WarningSink) -> int:
     )
     if args.json:
         out = jsonable(fc.to_dict())
-        out.update(would_protect(p, args.unit, out.get("units"), plan))
+        out.update(would_protect(p, unit, out.get("units"), plan))
         if periods is not None:
             out["per_period"] = jsonable(periods.record())
         if plan is not None:

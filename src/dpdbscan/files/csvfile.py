@@ -10,11 +10,13 @@ at line ends only, so a record is always parsed whole and alone.
 from __future__ import annotations
 
 import collections
+import contextlib
+import itertools
 import os
 import sys
 import zlib
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -362,9 +364,14 @@ def _parse_blocks(source: Source, head: bytes, layout, bar, hook=None):
         while pending:
             collect()
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    blocks = _blocks(source, head)
+    ahead = list(itertools.islice(blocks, 2))
+    # a file of one block (each of a folder's trace files, mostly) is parsed on this thread:
+    # no pool of threads started and joined per file (10,250 of them in a T-Drive week)
+    inline = len(ahead) < 2
+    with contextlib.nullcontext(_Inline()) if inline else ThreadPoolExecutor(max_workers=workers) as pool:
         try:
-            for block in _blocks(source, head):
+            for block in itertools.chain(ahead, blocks):
                 dest = rows.reserve(_records(block), len(block), drain)
                 pending.append(pool.submit(_parse_into, block, layout, hook, dest))
                 while len(pending) > workers:  # bounded memory
@@ -378,6 +385,18 @@ def _parse_blocks(source: Source, head: bytes, layout, bar, hook=None):
                 f.cancel()
     units_read = None if layout.unit is None else _joined(units)
     return rows.result(), units_read, counts, tuple(_joined(values) for values in also)
+
+
+class _Inline:
+    """An executor that runs each task at once, on the calling thread."""
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
+        done: Future = Future()
+        try:
+            done.set_result(fn(*args))
+        except Exception as e:  # raised where the result is asked for, as from a pool
+            done.set_exception(e)
+        return done
 
 
 def _joined(parts: list) -> Any:

@@ -1339,6 +1339,19 @@ def pa_array(values: Any, t: Any) -> Any:
     return pa.array(values, type=t, from_pandas=True)
 
 
+def pa_chunks(values: Any, t: Any) -> list[Any]:
+    """``values`` (an Arrow array or chunked array, a NumPy array or a list)
+    as Arrow arrays of type ``t``: a chunked array (a CSV file's field, read
+    in blocks) cast chunk by chunk, never through ``pa.array``, which
+    converts it value by value through Python objects (1.6 s for the 1.4M
+    times of a folder of 1,025 T-Drive files)."""
+    import pyarrow as pa
+
+    if isinstance(values, pa.ChunkedArray):
+        return values.cast(t).chunks
+    return [pa_array(values, t)]
+
+
 def chunked(chunks: list[Any], t: Any) -> Any:
     import pyarrow as pa
 
@@ -1430,7 +1443,7 @@ def _read_folder(
             rows = [0, 0, 0]
             try:
                 X, n_bad, n_malformed, values = one(root / rel, rows)
-                columns = [pa_array(v, t) for v, t in zip(values, kinds)]
+                columns = [pa_chunks(v, t) for v, t in zip(values, kinds)]
             except (ValueError, OSError, pa.ArrowException):
                 got.n_damaged_files += 1
                 got.n_damaged_rows += rows[0]
@@ -1447,7 +1460,7 @@ def _read_folder(
             parts.append(X)
             units.append(_repeated(tracefolder.unit_of(rel, rule), X.shape[0]))
             for k, c in enumerate(columns):
-                more[k].append(c)
+                more[k].extend(c)
             bar.update(1)
     got.X = np.concatenate(parts) if parts else got.X
     got.units = pa.chunked_array(units, type=pa.binary())

@@ -61,17 +61,38 @@ def trace_order(X: np.ndarray, codes: np.ndarray, times: np.ndarray) -> np.ndarr
     if key is not None:
         order = np.argsort(key, kind="stable")
         key = key[order]
-        tied = bool(np.any(key[1:] == key[:-1]))
+        same = key[1:] == key[:-1]
+        del key
     else:
         order = np.lexsort((t, c))
         cs, ts = c[order], t[order]
-        tied = bool(np.any((cs[1:] == cs[:-1]) & (ts[1:] == ts[:-1])))
+        same = cs[1:] == cs[:-1]
+        same &= ts[1:] == ts[:-1]
+        del cs, ts
     rows = order if rows is None else rows[order]
-    if tied:
-        c, t = codes[rows], times[rows]
-        keys = [X[rows, j] for j in range(X.shape[1] - 1, -1, -1)]
-        rows = rows[np.lexsort((*keys, t, c))]
+    if same.any():
+        rows = _break_ties(X, rows, same)
     return rows
+
+
+def _break_ties(X: np.ndarray, rows: np.ndarray, same: np.ndarray) -> np.ndarray:
+    """``rows``, sorted by (unit, time) (``same[i]``: rows i and i + 1 have
+    one unit and one time), with each run of such ties sorted by the
+    coordinates (stable): the order of ``np.lexsort((coordinates, time,
+    unit))`` over all rows, sorting the tied runs' rows alone (a few repeated
+    fixes in a T-Drive week of 1.4M rows: a lexsort of every row on four keys
+    was 1 s of a 3 s fit)."""
+    tied = np.zeros(rows.size, dtype=bool)
+    tied[1:] = same
+    tied[:-1] |= same
+    at = np.flatnonzero(tied)
+    # a tied row starts its run unless it ties with the row before it
+    run = np.cumsum(~same[np.maximum(at - 1, 0)] | (at == 0))
+    sub = rows[at]
+    keys = [X[sub, j] for j in range(X.shape[1] - 1, -1, -1)]
+    out = rows.copy()
+    out[at] = sub[np.lexsort((*keys, run))]
+    return out
 
 
 def _grouped_order(c: np.ndarray, t: np.ndarray) -> np.ndarray | None:

@@ -326,6 +326,10 @@ def _all_numbers(values: Any) -> np.ndarray | None:
     import pyarrow.compute as pc
 
     try:
+        # the first values first: a column of ISO text fails there, where
+        # the whole column's cast would parse all of it before it refuses
+        # (0.5 s for the 1.4M times of 1,025 T-Drive files); the same answer
+        values.slice(0, 64).cast(pa.float64())
         got = values.cast(pa.float64())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
@@ -344,19 +348,41 @@ def _parse_text(values: Any) -> np.ndarray:
 
     n = len(values)
     out = np.full(n, np.nan)
-    text = pc.replace_substring_regex(values.cast(pa.string()), _TRIM, "")
+    text = values.cast(pa.string())
+    if _any_padded(text):  # else trimming changes nothing (and takes a regex pass)
+        text = pc.replace_substring_regex(text, _TRIM, "")
+    # the patterns exclude each other: each looks at what the ones before left, ISO text first
+    # (a column that is not all numbers is mostly text: one pass of one pattern, T-Drive's)
+    left = np.ones(n, dtype=bool)
     for pattern, target in (
-        (NUMBER_PATTERN, pa.float64()),
         (ISO_LOCAL, pa.timestamp("ns")),
         (ISO_ZONED, pa.timestamp("ns", tz="UTC")),
+        (NUMBER_PATTERN, pa.float64()),
     ):
-        mask = pc.fill_null(pc.match_substring_regex(text, pattern), False).to_numpy(zero_copy_only=False)
-        rows = np.flatnonzero(mask)
-        if rows.size:
-            chosen = text.take(pa.array(rows))
-            out[rows] = _cast_halving(chosen, target)
+        if not left.any():
+            break
+        everything = left.all()
+        rest = text if everything else text.filter(pa.array(left))
+        matched = pc.match_substring_regex(rest, pattern)
+        if everything and matched.null_count == 0 and pc.all(matched).as_py():
+            out[:] = _cast_halving(rest, target)  # every value is of this pattern (T-Drive's times)
+            break
+        mask = pc.fill_null(matched, False).to_numpy(zero_copy_only=False)
+        if not mask.any():
+            continue
+        rows = np.flatnonzero(left)[mask]
+        chosen = rest if mask.all() else rest.filter(pa.array(mask))
+        out[rows] = _cast_halving(chosen, target)
+        left[rows] = False
     out[~np.isfinite(out)] = np.nan
     return out
+
+
+def _any_padded(text: Any) -> bool:
+    """Whether a value of ``text`` begins or ends with a space or a tab."""
+    import pyarrow.compute as pc
+
+    return any(bool(pc.any(f(text, c)).as_py()) for f in (pc.starts_with, pc.ends_with) for c in (" ", "\t"))
 
 
 def _cast_halving(text: Any, target: Any) -> np.ndarray:
