@@ -83,6 +83,11 @@ class DPDBSCAN(EstimatorBase):
         noisy upper bound with its two-sided (rho, tau) sandwich guarantee.
     eta : float, default=4.0
         Grid parameter in (0, 4]: cell width ``eta * eps / (4 sqrt(d))``.
+        In 7-D and 8-D at the default (an event-level fit at a fixed eps and
+        MinPts with the density test, delta 0, default theta and sub-cells)
+        the sparse release's cells are twice as wide (the release's grid at
+        eta 8; approximation ratio 11): docs/parameters.md, "The coarse
+        release of 7-D and 8-D".
     beta : float, default=0.1
         Failure probability of the guarantee. The paper's code used 0.5. With
         ``eps="auto"`` eps is chosen after the noise among c candidates, so
