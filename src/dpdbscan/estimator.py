@@ -190,7 +190,8 @@ class DPDBSCAN(EstimatorBase):
     border : "auto" or float, default="auto"
         ``predict`` also gives a point within this distance the span of the
         nearest core sub-cell centre (density test; "auto" = eps, DBSCAN's
-        border rule) or core sub-cell (bound test; "auto" = half a sub-cell's
+        border rule, and 1.5 eps on the coarse release of 7-D/8-D, whose
+        cells' half-diagonal is eps) or core sub-cell (bound test; "auto" = half a sub-cell's
         diameter, ``eta * eps / (8 * subcells)``; 0 is the paper's cell
         membership). Labels only: the spans are unchanged.
     paper procedure:
