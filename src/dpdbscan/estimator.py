@@ -84,8 +84,9 @@ class DPDBSCAN(EstimatorBase):
     eta : float, default=4.0
         Grid parameter in (0, 4]: cell width ``eta * eps / (4 sqrt(d))``.
         In 7-D and 8-D at the default (an event-level fit at a fixed eps and
-        MinPts with the density test, delta 0, default theta and sub-cells)
-        the sparse release's cells are twice as wide (the release's grid at
+        MinPts with the density test, delta 0, default theta and sub-cells,
+        where the eta-4 release's theta would be 13 or more) the sparse
+        release's cells are twice as wide (the release's grid at
         eta 8; approximation ratio 11): docs/parameters.md, "The coarse
         release of 7-D and 8-D".
     beta : float, default=0.1

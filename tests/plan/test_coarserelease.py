@@ -14,8 +14,8 @@ from dpdbscan import DPDBSCAN
 from dpdbscan.cells.grid import Grid
 from dpdbscan.exceptions import UtilityWarning
 from dpdbscan.model import model_from_dict, to_json, with_params
-from dpdbscan.plan.coarserelease import COARSE_RELEASE_DIMS, COARSE_RELEASE_FACTOR
-from dpdbscan.plan.resolve import resolve, validated
+from dpdbscan.plan.coarserelease import COARSE_RELEASE_DIMS, COARSE_RELEASE_FACTOR, COARSE_RELEASE_MIN_THETA
+from dpdbscan.plan.resolve import release_spec, resolve, validated
 from dpdbscan.post.coretests.density.densitytest import DensityTest
 from dpdbscan.release.backends import NumpyBackend
 
@@ -66,6 +66,20 @@ def test_the_rule_leaves_other_releases_on_the_user_s_grid(given):
             warnings.simplefilter("ignore", UtilityWarning)
             r = _resolved(d, **given)
         assert r.release.grid == Grid(np.zeros(d), np.ones(d), ALPHA[d], float(given.get("eta", 4.0)))
+
+
+@pytest.mark.parametrize(
+    "d, scale, acts",
+    [(7, 0.5, True), (7, 1.5, True), (7, 2.0, False), (8, 0.5, True), (8, 2.0, True), (8, 2.5, False)],
+)
+def test_the_rule_acts_only_where_the_eta_4_release_s_theta_is_high(d, scale, acts):
+    # where the eta-4 release's own theta is below 13 it already finds the
+    # clusters (7-D from 2x the benchmark's alpha: theta 11; 8-D at 2.5x: 12)
+    eps = round(ALPHA[d] * scale, 6)
+    p = validated({"eps": eps, "min_samples": 20})
+    fine = release_spec(p, Grid(np.zeros(d), np.ones(d), eps, 4.0), fixed_density=True)
+    assert (fine.theta >= COARSE_RELEASE_MIN_THETA) == acts
+    assert resolve(p, np.zeros(d), np.ones(d)).release.grid.eta == (8.0 if acts else 4.0)
 
 
 def test_the_rule_leaves_person_level_and_the_automatic_mode_alone():

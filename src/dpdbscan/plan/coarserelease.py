@@ -21,13 +21,14 @@ gave the same ARI but 3-7x the time: the merge of 256 sub-cells per cell).
 
 Privacy. Nothing changes: one histogram, each point in one cell, the same
 noise and accounting (docs/privacy.md); the grid is chosen from public
-inputs only (d, eta, the mode, delta, the core test, the parameters given),
-before any point is read. Everything after the release is post-processing.
+inputs only (d, eta, the mode, delta, the core test, the parameters given,
+the theta the eta-4 grid's release would have), before any point is read.
+Everything after the release is post-processing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..cells.grid import Grid
@@ -41,9 +42,27 @@ COARSE_RELEASE_FACTOR = 2
 #: The user's eta the rule acts at: the largest (and default). A smaller eta
 #: asks for finer cells, which the rule leaves as asked.
 COARSE_RELEASE_ETA = 4.0
+#: The rule acts only where the eta-4 release's own default theta is at least
+#: this: where that theta is what erases spread clusters (18 in 8-D and 14 in
+#: 7-D at epsilon 1 and the benchmark's alpha; 14 and 13 at 1.5x; 14 in 8-D
+#: at 2x; 19-23 at 0.5x). Where it is lower (7-D from 2x the benchmark's
+#: alpha, 8-D from 2.5x: theta 9-12) the eta-4 release already finds the
+#: clusters, and the coarse cells (theta 6-7, a cell 2 alpha across) cost
+#: ARI there: on tune seed 73, 7-D aniso at 3x 0.9992 -> 0.9433, 8-D bg30 at
+#: 2.5x 0.9999 -> 0.9921 (results/coarse78/wide73.md). Public: the theta the
+#: eta-4 grid's release would have (the grid, the noise law, the caps).
+COARSE_RELEASE_MIN_THETA = 13.0
 
 
-def coarse_release(grid: Grid, p: Mapping[str, Any], *, units: bool, automatic: bool, density: bool) -> Grid:
+def coarse_release(
+    grid: Grid,
+    p: Mapping[str, Any],
+    *,
+    units: bool,
+    automatic: bool,
+    density: bool,
+    theta_of: Callable[[Grid], float],
+) -> Grid:
     """The grid of the release: ``grid`` (the user's eps and eta), or where
     the rule acts, the same box and eps at eta ``COARSE_RELEASE_FACTOR`` x 4
     (cells twice as wide).
@@ -51,8 +70,10 @@ def coarse_release(grid: Grid, p: Mapping[str, Any], *, units: bool, automatic: 
     It acts on an event-level release (``units`` false) at a fixed eps and
     MinPts (``automatic`` false) with the density core test (``density``),
     delta = 0, in :data:`COARSE_RELEASE_DIMS`, at the default eta, theta and
-    sub-cells, when the histogram is "auto" or "sparse" and the coarse
-    grid's would be sparse. Public inputs only."""
+    sub-cells, when the histogram is "auto" or "sparse", the coarse grid's
+    would be sparse, and ``theta_of(grid)`` (the default theta of the
+    release on ``grid``, eta 4) is at least :data:`COARSE_RELEASE_MIN_THETA`.
+    Public inputs only."""
     if (
         grid.d not in COARSE_RELEASE_DIMS
         or units
@@ -68,7 +89,15 @@ def coarse_release(grid: Grid, p: Mapping[str, Any], *, units: bool, automatic: 
     coarse = Grid(grid.lower, grid.upper, grid.eps, COARSE_RELEASE_FACTOR * COARSE_RELEASE_ETA)
     if choose_kind(str(p["histogram"]), coarse, 0.0, fixed_density=True) != "sparse":
         return grid
+    if theta_of(grid) < COARSE_RELEASE_MIN_THETA:
+        return grid
     return coarse
 
 
-__all__ = ["COARSE_RELEASE_DIMS", "COARSE_RELEASE_ETA", "COARSE_RELEASE_FACTOR", "coarse_release"]
+__all__ = [
+    "COARSE_RELEASE_DIMS",
+    "COARSE_RELEASE_ETA",
+    "COARSE_RELEASE_FACTOR",
+    "COARSE_RELEASE_MIN_THETA",
+    "coarse_release",
+]

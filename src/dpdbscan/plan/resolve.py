@@ -159,7 +159,14 @@ def resolve(
     grid = Grid(lower, upper, eps, p["eta"])
     test = _usable_test(p["core"], grid, stacklevel + 1)
     # 7-D/8-D: the sparse release on cells twice as wide (results/coarse78/RULE.md)
-    grid = coarse_release(grid, p, units=units, automatic=plan is not None, density=test.filters_noise_spans)
+    grid = coarse_release(
+        grid,
+        p,
+        units=units,
+        automatic=plan is not None,
+        density=test.filters_noise_spans,
+        theta_of=lambda g: release_spec(p, g, fixed_density=True).theta,
+    )
     k = (2 if grid.d <= 3 else 1) if p["subcells"] == "auto" else int(p["subcells"])
     border = p["border"]
     if border == "auto":
