@@ -83,6 +83,12 @@ class DPDBSCAN(EstimatorBase):
         noisy upper bound with its two-sided (rho, tau) sandwich guarantee.
     eta : float, default=4.0
         Grid parameter in (0, 4]: cell width ``eta * eps / (4 sqrt(d))``.
+        In 7-D and 8-D at the default (an event-level fit at a fixed eps and
+        MinPts with the density test, delta 0, default theta and sub-cells,
+        where the eta-4 release's theta would be 13 or more) the sparse
+        release's cells are twice as wide (the release's grid at
+        eta 8; approximation ratio 11): docs/parameters.md, "The coarse
+        release of 7-D and 8-D".
     beta : float, default=0.1
         Failure probability of the guarantee. The paper's code used 0.5. With
         ``eps="auto"`` eps is chosen after the noise among c candidates, so
@@ -185,7 +191,8 @@ class DPDBSCAN(EstimatorBase):
     border : "auto" or float, default="auto"
         ``predict`` also gives a point within this distance the span of the
         nearest core sub-cell centre (density test; "auto" = eps, DBSCAN's
-        border rule) or core sub-cell (bound test; "auto" = half a sub-cell's
+        border rule, and 1.5 eps on the coarse release of 7-D/8-D, whose
+        cells' half-diagonal is eps) or core sub-cell (bound test; "auto" = half a sub-cell's
         diameter, ``eta * eps / (8 * subcells)``; 0 is the paper's cell
         membership). Labels only: the spans are unchanged.
     paper procedure:

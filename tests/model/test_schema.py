@@ -22,9 +22,11 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from dpdbscan import DPDBSCAN
+from dpdbscan.cells.grid import MAX_RELEASE_ETA
 from dpdbscan.estimator import fit_lonlat
 from dpdbscan.model import load_model, model_from_dict, save_model, to_json, with_params
 from dpdbscan.params.parameters import PARAMETERS, Integer, Options, Real
+from dpdbscan.plan.coarserelease import COARSE_RELEASE_FACTOR
 from dpdbscan.post.coretests import CORE_TESTS
 
 from spanmodels import hand_model
@@ -316,7 +318,7 @@ BROKEN = {
     "delta -0.1": ("dense, density test", _set("privacy", "delta", -0.1)),
     "eps 0": ("dense, density test", _set("params", "eps", 0)),
     "release eps 0": ("dense, density test", _set("release", "eps", 0.0)),
-    "eta 4.5": ("dense, density test", _set("params", "eta", 4.5)),
+    "eta 8.5": ("dense, density test", _set("params", "eta", 8.5)),
     "release eta 9": ("dense, density test", _set("release", "eta", 9)),
     "beta 1": ("dense, bound test", _set("params", "beta", 1.0)),
     "min_samples 0": ("dense, density test", _set("params", "min_samples", 0)),
@@ -496,7 +498,6 @@ def _range(schema: dict) -> tuple:
     [
         ("epsilon", "epsilon"),
         ("delta", "delta"),
-        ("eta", "eta"),
         ("beta", "beta"),
         ("eps", "eps"),
         ("min_samples", "min_samples"),
@@ -510,6 +511,14 @@ def test_the_schema_s_ranges_are_the_parameter_table_s(definition, parameter):
     else:
         assert schema["type"] == "number"
         assert _range(schema) == (c.low, c.high, c.low_open, c.high_open)
+
+
+def test_the_schema_s_eta_is_a_release_grid_s():
+    # a fit's eta is at most 4; the coarse release of 7-D/8-D doubles it in the model
+    schema = SCHEMA["$defs"]["eta"]
+    (c,) = [c for c in PARAMETERS["eta"].constraints if isinstance(c, Real)]
+    assert _range(schema) == (c.low, MAX_RELEASE_ETA, c.low_open, c.high_open)
+    assert MAX_RELEASE_ETA == COARSE_RELEASE_FACTOR * c.high
 
 
 def test_the_schema_s_options_are_the_parameter_table_s():

@@ -87,9 +87,11 @@ def _two_clusters(d, sd, big, small, seed):
 @pytest.mark.parametrize("seed", [0, 1])
 def test_an_8d_fit_finds_clusters_above_the_stated_limit_and_loses_those_below(seed):
     # the forecast's statement, checked on a seeded release: sd eps/6 in 8-D
-    # at the benchmark's eps needs about 970 points (exact DBSCAN: 20)
+    # at the benchmark's eps needs about 970 points (exact DBSCAN: 20). On the
+    # eta-4 cells the model describes: theta given, the coarse release of
+    # 7-D/8-D (plan/coarserelease.py, no limits stated) does not act
     eps = 0.06
-    est = DPDBSCAN(eps, min_samples=20, epsilon=1.0, bounds=(0, 1), random_state=seed)
+    est = DPDBSCAN(eps, min_samples=20, epsilon=1.0, bounds=(0, 1), random_state=seed, theta=18)
     limit = next(lim for lim in est.forecast(n_features=8).cluster_limits if lim.sd == pytest.approx(eps / 6))
     assert 700 < limit.points < 1300 and limit.dbscan_points < 25
     big, small = int(3 * limit.points), int(limit.points / 3)
@@ -101,15 +103,20 @@ def test_an_8d_fit_finds_clusters_above_the_stated_limit_and_loses_those_below(s
     assert (labels[truth == 1] >= 0).mean() < 0.1  # lost, though exact DBSCAN finds it
 
 
-def test_the_fit_and_the_forecast_say_so_in_7d_and_8d_not_below():
+@pytest.mark.parametrize("theta", [None, 18])
+def test_the_fit_and_the_forecast_say_so_in_7d_and_8d_not_below(theta):
     for d, eps, says in [(8, 0.06, True), (7, 0.055, True), (6, 0.05, False), (3, 0.02, False)]:
-        est = DPDBSCAN(eps, min_samples=20, epsilon=1.0, bounds=(0, 1), random_state=0)
+        given = {} if theta is None or d < 7 else {"theta": theta if d == 8 else 14}
+        est = DPDBSCAN(eps, min_samples=20, epsilon=1.0, bounds=(0, 1), random_state=0, **given)
         fc = est.forecast(n_features=d)
         note = fc.limit_note()
         assert (note is not None) == says, d
         assert any("clusters that exact DBSCAN finds may be lost" in n for n in fc.notes) == says
-        # the line where the release shows cells only from theta (4-D and up here)
-        assert any(line.startswith("clusters  :") for line in fc.lines()) == (d >= 4)
+        # the line where the release shows cells only from theta (4-D and up
+        # here), but not on the coarse release's cells (7-D/8-D by default)
+        coarse = d >= 7 and theta is None
+        assert fc.coarse == coarse
+        assert any(line.startswith("clusters  :") for line in fc.lines()) == (d >= 4 and not coarse)
         X, _ = _two_clusters(d, eps / 6, 400, 100, 0)
         with warnings.catch_warnings(record=True) as rec:
             warnings.simplefilter("always")

@@ -113,9 +113,14 @@ def test_slow_fits_warn_before_counting():
     # the ball's size alone is no longer a reason to warn ...
     fc = DPDBSCAN(eps=0.02, min_samples=5, bounds=(0, 1)).forecast(n_features=6)
     assert fc.histogram == "sparse" and fc.terms_per_cell == 28_197 and not fc.slow
-    # ... the 8-D points are 0.2 s of core test, not hours
-    fc = DPDBSCAN(eps=0.06, min_samples=20, bounds=(0, 1)).forecast(n_expected=100_000, n_features=8)
+    # ... the 8-D points are 0.2 s of core test, not hours (on the
+    # eta-4 cells, theta given; by default the coarse release's cells)
+    fc = DPDBSCAN(eps=0.06, min_samples=20, bounds=(0, 1), theta=18).forecast(
+        n_expected=100_000, n_features=8
+    )
     assert fc.terms_per_cell == 1_278_129 and not fc.slow and fc.seconds < 1.0
+    fc = DPDBSCAN(eps=0.06, min_samples=20, bounds=(0, 1)).forecast(n_expected=100_000, n_features=8)
+    assert fc.terms_per_cell == 41_553 and not fc.slow and fc.seconds < 1.0
     # a billion expected points are a billion released cells to walk
     fc = DPDBSCAN(eps=0.02, min_samples=5, bounds=(0, 1)).forecast(n_expected=1e9, n_features=6)
     assert fc.slow and "released cells" in fc.slow[0] and "1,000," in fc.slow[0]

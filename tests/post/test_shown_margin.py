@@ -105,12 +105,13 @@ def test_a_sparse_model_saved_before_the_rule_loads_with_its_own_margin(monkeypa
 
     rng = np.random.default_rng(3)
     X = np.clip(np.vstack([c + 0.008 * rng.standard_normal((600, 8)) for c in (0.3, 0.6)]), 0, 1)
-    # the margin before the rule: every cell's noise (the shown cap never binds)
+    # the margin before the rule: every cell's noise (the shown cap never binds);
+    # subcells given: the eta-4 cells, not the coarse release of 7-D/8-D
     with monkeypatch.context() as mp:
         mp.setattr(densitymargin, "shown_threshold", lambda a, m: math.inf)
-        old = DPDBSCAN(0.06, min_samples=20, bounds=(0, 1), random_state=0).fit(X).spans_
+        old = DPDBSCAN(0.06, min_samples=20, bounds=(0, 1), random_state=0, subcells=1).fit(X).spans_
     assert old.release.histogram == "sparse"
-    new = DPDBSCAN(0.06, min_samples=20, bounds=(0, 1), random_state=0).fit(X).spans_
+    new = DPDBSCAN(0.06, min_samples=20, bounds=(0, 1), random_state=0, subcells=1).fit(X).spans_
     assert new.spans.noise_margin < old.spans.noise_margin
     back = model_from_dict(json.loads(to_json(old)))
     assert back.spans.noise_margin == pytest.approx(old.spans.noise_margin)

@@ -422,7 +422,9 @@ def test_coarse_6d_to_8d_grids_release_fewer_empty_cells_where_their_pairs_are_m
     # most COARSE_EMPTY empty cells are released in expectation
     from dpdbscan import DPDBSCAN
 
-    box = dict(min_samples=20, bounds=(0.0, 1.0))
+    # subcells given (the default's 1 from 4-D up): the eta-4 cells, not the
+    # coarse release of 7-D/8-D (plan/coarserelease.py)
+    box = dict(min_samples=20, bounds=(0.0, 1.0), subcells=1)
     # (d, eps): theta before -> with the rule (eta 4, epsilon 1)
     acts = {
         (6, 0.075): (8, 9),

@@ -44,6 +44,10 @@ INT64_SAFE = 1 << 62  # head-room for negative offsets and sentinels
 
 MAX_KAPPA = 2_000_000  # beyond this NB is counted but not enumerated
 _BLOCK = 1 << 15  # rows per block when computing keys (two float buffers stay in cache)
+#: The largest eta of a release's grid: a user's eta is at most 4; the coarse
+#: release of 7-D/8-D (:mod:`dpdbscan.plan.coarserelease`) doubles it, cells
+#: whose diagonal is twice eps.
+MAX_RELEASE_ETA = 8.0
 _WIDTH_TOL = 1e-9  # relative: widths that differ by rounding only describe the same cells
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..cells import packed
-from ..cells.grid import Grid
+from ..cells.grid import MAX_RELEASE_ETA, Grid
 from ..cells.histogram import NoisyHistogram
 from ..cells.packed import pack
 from ..cells.subcells import SubcellLayout
@@ -229,6 +229,12 @@ def _real(value, name: str, low=None, high=None, *, low_open=False, high_open=Fa
     return float(value)
 
 
+def _eta(value, name: str) -> float:
+    """A release grid's eta: the user's (at most 4), or twice that where the
+    coarse release of 7-D/8-D made it (:data:`MAX_RELEASE_ETA`)."""
+    return _real(value, name, 0, MAX_RELEASE_ETA, low_open=True)
+
+
 def _choice(value, name: str, options) -> str:
     _need(isinstance(value, str) and value in options, f"{name} must be one of {options}, got {value!r}")
     return value
@@ -297,7 +303,7 @@ def _model_from_dict(data: dict) -> SpanModel:
     _need(all(lo < hi for lo, hi in zip(lower, upper)), "bounds must have lower < upper")
     alpha = _param("eps", p["eps"], "params.eps")
     _need(alpha != "auto", "params.eps must be a number")
-    eta = _param("eta", p["eta"], "params.eta")
+    eta = _eta(p["eta"], "params.eta")
     k = _param("subcells", p.get("subcells", 1), "params.subcells")
     _need(isinstance(k, int), "params.subcells must be an integer")
     _need(k ** len(lower) <= 4096, f"params.subcells={k} is too large for d={len(lower)}")
@@ -691,7 +697,7 @@ def _release(raw: Any, alpha: float, eta: float, min_samples: int) -> dict:
     _need(isinstance(raw, dict), "release must be an object")
     return {
         "eps": _real(raw["eps"], "release.eps", 0, low_open=True),
-        "eta": _param("eta", raw["eta"], "release.eta"),
+        "eta": _eta(raw["eta"], "release.eta"),
         "min_samples": _min_samples(raw["min_samples"]),
     }
 

@@ -28,9 +28,11 @@ if TYPE_CHECKING:
 def finest_eps(model: SpanModel) -> float:
     """The smallest eps this release resolves: the diagonal of its cells
     (eta = 4 against that radius), which is the release's own eps at the
-    default eta = 4."""
+    default eta = 4; or the release's own eps where that is smaller (the
+    coarse release of 7-D/8-D, :mod:`dpdbscan.plan.coarserelease`, whose
+    cells' diagonal is twice the eps it was made at)."""
     hg = model.release.grid
-    return hg.eta * hg.eps / 4.0
+    return min(hg.eta * hg.eps / 4.0, float(model.release.eps))
 
 
 def with_params(model: SpanModel, eps: float | None = None, min_samples: int | None = None) -> SpanModel:

@@ -46,6 +46,7 @@ from ..post.auto import MIN_SAMPLES_LOW
 from ..post.coretests import CORE_TESTS, FALLBACK, CoreTest, core_test
 from . import autoplan
 from . import units as unit_plan
+from .coarserelease import coarse_release
 from .detection import unit_forecast
 from .histogramchoice import choose_kind, sparse_theta, stability_theta
 from .outlook import Forecast, forecast
@@ -157,6 +158,15 @@ def resolve(
     check_scale(float(eps), lower, upper, cli=cli)
     grid = Grid(lower, upper, eps, p["eta"])
     test = _usable_test(p["core"], grid, stacklevel + 1)
+    # 7-D/8-D: the sparse release on cells twice as wide (results/coarse78/RULE.md)
+    grid = coarse_release(
+        grid,
+        p,
+        units=units,
+        automatic=plan is not None,
+        density=test.filters_noise_spans,
+        theta_of=lambda g: release_spec(p, g, fixed_density=True).theta,
+    )
     k = (2 if grid.d <= 3 else 1) if p["subcells"] == "auto" else int(p["subcells"])
     border = p["border"]
     if border == "auto":

@@ -181,7 +181,10 @@ class DensityTest(CoreTest):
         return 1.0 if rule == "auto" else rule
 
     def default_border(self, alpha: float, eta: float, subcells: int) -> float:
-        return alpha  # DBSCAN's border rule: alpha around core centres
+        # DBSCAN's border rule: alpha around core centres; on the coarse
+        # release's cells (eta 8, plan/coarserelease.py) as far beyond a core
+        # cell's corner as at eta 4: alpha plus the half-diagonal it gained
+        return alpha * max(1.0, 0.5 + eta / 8.0)
 
     def border_at(self, border: float, alpha: float, new_alpha: float) -> float:
         return border * new_alpha / alpha
