@@ -103,7 +103,9 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="fit the frame dd.read_parquet(path) gives (dask's default types), not the path",
     )
-    ap.add_argument("--nullable", action="store_true", help="with --read-yourself: dtype_backend='numpy_nullable'")
+    ap.add_argument(
+        "--nullable", action="store_true", help="with --read-yourself: dtype_backend='numpy_nullable'"
+    )
     a = ap.parse_args(argv)
     yourself = None if not a.read_yourself else "numpy_nullable" if a.nullable else "default"
     from distributed import Client, LocalCluster

@@ -368,7 +368,7 @@ def check_frame_units(X: Any, unit: str) -> None:
     if not readers:
         return
     declared = [X.dtypes[unit]] if unit in X.columns else []
-    for node, reader in readers:
+    for node, _ in readers:
         meta = getattr(node, "_meta", None)
         if meta is not None and unit in getattr(meta, "columns", ()):
             declared.append(meta.dtypes[unit])  # as read, before any astype of the caller's
