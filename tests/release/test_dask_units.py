@@ -614,3 +614,28 @@ def test_a_frame_read_from_csv_by_dask_with_number_ids_is_refused(client, grid, 
     frame = dd.read_csv(path, dtype={"unit": str})
     want = count_units(grid, X, df["unit"].astype(str).to_numpy(), BOUND, key)
     assert_same_counts(backend.count_units(grid, frame, "unit", BOUND, key), want)
+
+
+def test_the_estimator_refuses_such_a_frame_before_a_ledger_charges(client, data, tmp_path):
+    """The refusal is public (the frame's types and readers): the estimator
+    says it before the ledger reserves anything."""
+    from dpdbscan.ledger import Ledger
+
+    X, ids = data
+    folder = tmp_path / "pq"
+    _parquet_with_a_missing_id(X, ids, folder)
+    led = Ledger.create(tmp_path / "b.ledger", "devices", 5.0, 1e-5, unit="unit")
+    est = DPDBSCAN(
+        eps=EPS,
+        min_samples=5,
+        bounds=BOUNDS,
+        delta=1e-6,
+        max_cells_per_unit=5,
+        ledger=led,
+        backend=DaskBackend(client=client, columns=["x", "y"]),
+    )
+    with pytest.raises(ValueError, match="dtype_backend"):
+        est.fit(dd.read_parquet(str(folder)), units="unit")
+    assert len(led.account().releases) == 0
+    est.fit(dd.read_parquet(str(folder), dtype_backend="numpy_nullable"), units="unit")
+    assert len(led.account().releases) == 1
