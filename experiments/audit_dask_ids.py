@@ -85,14 +85,14 @@ def spot_count(path: Path, seed: int, client: object, yourself: str | None = Non
     return int(hist.value_at(hist.grid.keys_of_points(np.array([[0.25, 0.25]])))[0])
 
 
-def epsilon_bound(hits_d: int, hits_d2: int, runs: int) -> float:
+def epsilon_bound(hits_d: int, hits_d2: int, runs: int, delta: float = DELTA) -> float:
     """ln((lower bound of P[event | D]) - delta) / (upper bound of P[event | D'])),
     Clopper-Pearson at 95% on each side; -inf when it says nothing."""
     from scipy.stats import beta
 
     low = float(beta.ppf(0.025, hits_d, runs - hits_d + 1)) if hits_d > 0 else 0.0
     high = float(beta.ppf(0.975, hits_d2 + 1, runs - hits_d2)) if hits_d2 < runs else 1.0
-    return math.log((low - DELTA) / high) if low > DELTA else -math.inf
+    return math.log((low - delta) / high) if low > delta else -math.inf
 
 
 def main(argv: list[str] | None = None) -> None:
