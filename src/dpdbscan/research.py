@@ -452,6 +452,8 @@ def noiseless_twin(model: SpanModel, X: Any, units: Any = None, random_state: in
         Its histogram has noise ``"none"`` and epsilon ``inf``; a truncating
         release (sparse, stability) becomes the occupied cells (theta 1).
     """
+    from .files.unitids import read_units
+
     release = model.release
     # the cells' keys (and with them the bounding priorities) are those of the fit's grid
     if model.auto is not None or (release.grid.eps, release.grid.eta) != (release.eps, release.eta):
@@ -468,7 +470,8 @@ def noiseless_twin(model: SpanModel, X: Any, units: Any = None, random_state: in
             raise ValueError("a person-level model's twin needs its units and the seed it was fitted with")
         # the order of release.mechanism.release_histogram: the key is the source's first draw
         key = BoundingKey.draw(make_source(random_state, warn=False))
-        keys, counts = count_units(grid, X, np.asarray(units), release.units, key)
+        # each id read on its own, as the fit read them (never typed together by numpy)
+        keys, counts = count_units(grid, X, read_units(units), release.units, key)
     if release.histogram == "dense":
         values = np.zeros(grid.shape, dtype=np.int64)
         if keys.size:
