@@ -110,11 +110,6 @@ def test_a_person_level_twin_reads_a_list_of_ids_as_the_fit_did():
     """Sixty ids near 2**60 and one other unit's id 0.5, as a list: the fit
     reads each id on its own (sixty units at the spot); the twin took them
     with np.asarray, which made them floats and one unit (a count of 1)."""
-    import warnings
-
-    from dpdbscan import DPDBSCAN
-    from dpdbscan.research import noiseless_twin
-
     ids = [2**60 + i for i in range(60) for _ in range(3)] + [0.5]
     X = np.array([[2.5, 2.5]] * 180 + [[7.5, 7.5]])
     with warnings.catch_warnings():
