@@ -26,8 +26,8 @@ import warnings
 import numpy as np
 
 from dpdbscan.params.parameters import validate
+from dpdbscan.research import Periods
 from dpdbscan.series import SeriesInput, fit_series, plan_series
-from dpdbscan.traces.periods import Periods
 
 from .audit_dask_ids import epsilon_bound
 

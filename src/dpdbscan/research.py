@@ -110,6 +110,7 @@ import numpy as np
 from .cells import pairs as cell_pairs
 from .cells.histogram import NoisyHistogram
 from .files import read_input
+from .files.unitids import read_units
 from .geometry.projection import Equirectangular, format_km, projection_of
 from .laws.noise import variance as noise_variance
 from .model.build import model_of
@@ -452,8 +453,6 @@ def noiseless_twin(model: SpanModel, X: Any, units: Any = None, random_state: in
         Its histogram has noise ``"none"`` and epsilon ``inf``; a truncating
         release (sparse, stability) becomes the occupied cells (theta 1).
     """
-    from .files.unitids import read_units
-
     release = model.release
     # the cells' keys (and with them the bounding priorities) are those of the fit's grid
     if model.auto is not None or (release.grid.eps, release.grid.eta) != (release.eps, release.eta):
