@@ -57,6 +57,7 @@ def spot_count(extra: bool, seed: int) -> int:
         warnings.simplefilter("ignore")
         s = fit_series(SeriesInput(X, LOWER, UPPER, p, ids, t), plan_series(p, LOWER, UPPER, PERIODS))
     h = s.model.histogram
+    assert h is not None  # a series keeps its spans' histogram
     return int(h.value_at(h.grid.keys_of_points(np.array([[2.5, 2.5]])))[0])
 
 
