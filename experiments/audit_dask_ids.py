@@ -17,6 +17,14 @@ epsilon.
 
 Measured (docs/privacy.md section 8, round 6): on the tree before the fix
 300/300 against 0/300, epsilon >= 4.39; after it 100/100 against 100/100.
+
+``--read-yourself``: the same files read by the caller with dask's defaults
+(``dd.read_parquet(path)``) and the frame given to the fit (round 7): the
+frame's unit column is declared int64 and its partition with the null is
+float64, so the ids are rounded before the backend sees them. Measured on
+the tree before round 7: 300/300 against 0/300, epsilon >= 4.39; refused
+since. ``--read-yourself --nullable`` reads them as the refusal says
+(``dtype_backend="numpy_nullable"``): 100/100 against 100/100.
 """
 
 from __future__ import annotations
@@ -51,7 +59,7 @@ def write(path: Path, with_null: bool) -> Path:
     return path
 
 
-def spot_count(path: Path, seed: int, client: object) -> int:
+def spot_count(path: Path, seed: int, client: object, yourself: str | None = None) -> int:
     """The spot's noisy count of one seeded person-level fit on Dask."""
     est = DPDBSCAN(
         eps=0.2,
@@ -66,25 +74,40 @@ def spot_count(path: Path, seed: int, client: object) -> int:
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        est.fit(str(path), units="u")
+        if yourself:
+            import dask.dataframe as dd
+
+            kw = {} if yourself == "default" else {"dtype_backend": yourself}
+            est.fit(dd.read_parquet(str(path), **kw), units="u")
+        else:
+            est.fit(str(path), units="u")
     hist = est.spans_.histogram
     return int(hist.value_at(hist.grid.keys_of_points(np.array([[0.25, 0.25]])))[0])
 
 
-def epsilon_bound(hits_d: int, hits_d2: int, runs: int) -> float:
+def epsilon_bound(hits_d: int, hits_d2: int, runs: int, delta: float = DELTA) -> float:
     """ln((lower bound of P[event | D]) - delta) / (upper bound of P[event | D'])),
     Clopper-Pearson at 95% on each side; -inf when it says nothing."""
     from scipy.stats import beta
 
     low = float(beta.ppf(0.025, hits_d, runs - hits_d + 1)) if hits_d > 0 else 0.0
     high = float(beta.ppf(0.975, hits_d2 + 1, runs - hits_d2)) if hits_d2 < runs else 1.0
-    return math.log((low - DELTA) / high) if low > DELTA else -math.inf
+    return math.log((low - delta) / high) if low > delta else -math.inf
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=100, help="seeded fits of each input")
+    ap.add_argument(
+        "--read-yourself",
+        action="store_true",
+        help="fit the frame dd.read_parquet(path) gives (dask's default types), not the path",
+    )
+    ap.add_argument(
+        "--nullable", action="store_true", help="with --read-yourself: dtype_backend='numpy_nullable'"
+    )
     a = ap.parse_args(argv)
+    yourself = None if not a.read_yourself else "numpy_nullable" if a.nullable else "default"
     from distributed import Client, LocalCluster
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -93,8 +116,12 @@ def main(argv: list[str] | None = None) -> None:
             LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as lc,
             Client(lc) as client,
         ):
-            counts_d = [spot_count(d, 1000 + s, client) for s in range(a.runs)]
-            counts_d2 = [spot_count(d2, 5000 + s, client) for s in range(a.runs)]
+            try:
+                counts_d = [spot_count(d, 1000 + s, client, yourself) for s in range(a.runs)]
+            except ValueError as e:
+                print(f"refused: {e}")
+                return
+            counts_d2 = [spot_count(d2, 5000 + s, client, yourself) for s in range(a.runs)]
     hits_d = sum(c >= THRESHOLD for c in counts_d)
     hits_d2 = sum(c >= THRESHOLD for c in counts_d2)
     print(

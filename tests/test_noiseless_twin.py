@@ -104,3 +104,24 @@ def test_the_twin_refuses_what_it_cannot_reproduce():
         noiseless_twin(event, X, units)
     with pytest.raises(ValueError, match="as fitted"):
         noiseless_twin(with_params(event, eps=0.08), X)
+
+
+def test_a_person_level_twin_reads_a_list_of_ids_as_the_fit_did():
+    """Sixty ids near 2**60 and one other unit's id 0.5, as a list: the fit
+    reads each id on its own (sixty units at the spot); the twin took them
+    with np.asarray, which made them floats and one unit (a count of 1)."""
+    ids = [2**60 + i for i in range(60) for _ in range(3)] + [0.5]
+    X = np.array([[2.5, 2.5]] * 180 + [[7.5, 7.5]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = DPDBSCAN(
+            eps=0.5,
+            min_samples=10,
+            bounds=(0, 10),
+            epsilon=2,
+            delta=1e-5,
+            max_cells_per_unit=4,
+            random_state=3,
+        ).fit(X, units=ids)
+    h = noiseless_twin(m.spans_, X, ids, random_state=3).histogram
+    assert int(h.value_at(h.grid.keys_of_points(np.array([[2.5, 2.5]])))[0]) == 60

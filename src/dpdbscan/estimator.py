@@ -658,7 +658,7 @@ def fit_lonlat(
         # public column names that say latitude first: refused before a value is read
         check_lonlat_names(list(names), fix="fit_lonlat(df[['{lon}', '{lat}']], ...)")
     ragged = [0]
-    X = check_array(lonlat, width=2, ragged=ragged)
+    X = check_array(lonlat, width=2, ragged=ragged, every_row=True)
     if ragged[0]:
         warnings.warn(
             f"{ragged[0]:,} row(s) of lonlat of another length than 2 are dropped",

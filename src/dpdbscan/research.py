@@ -110,6 +110,7 @@ import numpy as np
 from .cells import pairs as cell_pairs
 from .cells.histogram import NoisyHistogram
 from .files import read_input
+from .files.unitids import read_units
 from .geometry.projection import Equirectangular, format_km, projection_of
 from .laws.noise import variance as noise_variance
 from .model.build import model_of
@@ -468,7 +469,8 @@ def noiseless_twin(model: SpanModel, X: Any, units: Any = None, random_state: in
             raise ValueError("a person-level model's twin needs its units and the seed it was fitted with")
         # the order of release.mechanism.release_histogram: the key is the source's first draw
         key = BoundingKey.draw(make_source(random_state, warn=False))
-        keys, counts = count_units(grid, X, np.asarray(units), release.units, key)
+        # each id read on its own, as the fit read them (never typed together by numpy)
+        keys, counts = count_units(grid, X, read_units(units), release.units, key)
     if release.histogram == "dense":
         values = np.zeros(grid.shape, dtype=np.int64)
         if keys.size:

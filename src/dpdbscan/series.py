@@ -36,6 +36,7 @@ before a record is read.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -43,6 +44,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from .exceptions import PrivateNoteWarning
+from .files.unitids import read_units
 from .laws import zcdp
 from .ledger import Cost, release_cost
 from .model.predict import predict_spans
@@ -826,13 +829,34 @@ def _choose_pairs(
 def _in_horizon(
     X: Any, units: Any, times: Any, periods: Periods, time_unit: str = "s"
 ) -> tuple[np.ndarray, Any, np.ndarray]:
-    """The rows (points, units) whose time is in a period, and their period."""
+    """The rows (points, units) whose time is in a period, and their period.
+    The units are read id by id (:func:`dpdbscan.files.unitids.read_units`,
+    as the estimator reads them): a list is never typed together by numpy,
+    where one id of 0.5 would make ids near 2**60 floats and merge them."""
     X = np.asarray(X, dtype=np.float64)
+    units = _unit_ids(units, X.shape[0])
     period = PeriodOf(periods, time_unit)(times)
     if period.size != X.shape[0]:
         raise ValueError(f"times has {period.size} values for {X.shape[0]} rows: give one time per row")
     inside = period >= 0
     return X[inside], _take(units, inside), period[inside]
+
+
+def _unit_ids(units: Any, n: int) -> Any:
+    """``units`` read each on its own (an id of no readable type is missing,
+    counted in a private note that names none), one per row of ``n``."""
+    unreadable = [0]
+    ids = read_units(units, unreadable)
+    if unreadable[0]:
+        warnings.warn(
+            f"{unreadable[0]:,} unit id(s) of no readable type (not an integer, float, text or "
+            "bytes) are read as missing: their rows are dropped",
+            PrivateNoteWarning,
+            stacklevel=4,
+        )
+    if len(ids) != n:
+        raise ValueError(f"units has {len(ids)} ids for {n} rows: give one id per row")
+    return ids
 
 
 def _check_zcdp(plan: SeriesPlan, spans_p: dict, lower: Any, upper: Any, stacklevel: int) -> None:

@@ -110,6 +110,42 @@ def test_the_bounds_give_a_ragged_lists_width():
     assert got.shape == (5, 3) and ragged == [2]
 
 
+@pytest.mark.parametrize(
+    "bad",
+    [[0.5, 0.5, 0.5], 0.5, [[0.5], [0.5]], []],
+    ids=["longer", "scalar", "nested", "empty"],
+)
+def test_a_list_whose_every_row_has_another_length_is_released_as_an_empty_one(bad):
+    """With per-column bounds the width is public: a list whose every row
+    has another length than the bounds (or is no row) drops them all and is
+    released as an empty list is; before, numpy's shape of such a list
+    refused the fit, and one added row of the right length made it release
+    (round 7: whether a release happened hinged on one row)."""
+    bounds = ([0.0, 0.0], [1.0, 1.0])
+    want, _ = _fit(np.zeros((0, 2)), bounds=bounds)
+    assert _fit([], bounds=bounds)[0] == want
+    got, notes = _fit([bad] * 40, bounds=bounds)
+    assert got == want
+    ragged_note = "40 row(s) of X of another length than the others (or than the bounds) are dropped"
+    # rows of two lists have the bounds' length: their cells are no numbers (dropped by the clean rule)
+    assert notes == ([] if bad == [[0.5], [0.5]] else [ragged_note])
+    one, _ = _fit([np.array([0.5, 0.5])], bounds=bounds)
+    assert _fit([bad] * 40 + [[0.5, 0.5]], bounds=bounds)[0] == one  # D' releases as its one good row
+    ragged = [0]
+    assert check_array([], width=3, ragged=ragged, every_row=True).shape == (0, 3) and ragged == [0]
+
+
+def test_fit_lonlat_of_rows_all_of_another_length_than_two_releases():
+    """fit_lonlat's width is 2: rows of three values are dropped, every one
+    of them, never a refusal that one row of two values would lift."""
+    kw = {"bounds": [116.0, 39.6, 116.6, 40.2], "eps": "300m", "min_samples": 5, "random_state": 7}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = model_to_dict(fit_lonlat(np.zeros((0, 2)), **kw))
+        got = model_to_dict(fit_lonlat([[116.3, 39.9, 1.0]] * 40, **kw))
+    assert got["spans"] == want["spans"] and got["histogram"] == want["histogram"]
+
+
 def test_fit_lonlat_drops_a_row_of_another_length_than_two():
     ll = (np.array([116.3, 39.9]) + 0.002 * D).tolist()
     kw = {"bounds": [116.0, 39.6, 116.6, 40.2], "eps": "300m", "min_samples": 5, "random_state": 7}

@@ -550,3 +550,92 @@ def test_the_estimator_refuses_such_a_dataset_before_the_ledger_charges(client, 
     with pytest.raises(ValueError, match="declare column 'unit' with different types"):
         est.fit(folder.as_posix(), units="unit")
     assert list(Ledger(path, "t").account().releases) == []
+
+
+def _parquet_with_a_missing_id(X, ids, folder):
+    """Five Parquet files (written by pyarrow: no pandas metadata) of int64
+    ids near 2**60 with some missing; the Arrow units of the same rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    values = (2**60 + ids.astype(np.int64)).tolist()
+    for i in range(3, len(values), 173):
+        values[i] = None
+    units = pa.array(values, type=pa.int64())
+    whole = pa.table({"x": pa.array(X[:, 0]), "y": pa.array(X[:, 1]), "unit": units})
+    folder.mkdir()
+    for i, chunk in enumerate(np.array_split(np.arange(len(X)), 5)):
+        pq.write_table(whole.take(pa.array(chunk)), folder / f"part-{i}.parquet")
+    return units
+
+
+def test_a_frame_read_with_pandas_default_integers_is_refused(client, grid, data, key, tmp_path):
+    """A dask DataFrame the caller read from Parquet with dask's default
+    types declares an integer unit column int64, but pandas makes it float64
+    in each partition that holds a null: ids near 2**60 round to multiples
+    of 256 and merge, so one row without an id merged other units (the
+    break of round 6, on a frame read by the caller; round 7). How the
+    frame was read and its declared types are public: refused before any
+    record is read, with the way to read it exactly; read so, the counts
+    are the in-memory ones."""
+    X, ids = data
+    folder = tmp_path / "pq"
+    units = _parquet_with_a_missing_id(X, ids, folder)
+    backend = DaskBackend(client=client, columns=["x", "y"])
+    default = dd.read_parquet(str(folder))
+    assert default.dtypes["unit"] == np.int64  # declared int64; its partitions with a null are float64
+    for frame in (default, default[default.x > -100.0], default.astype({"unit": "Int64"})):
+        with pytest.raises(ValueError, match="dtype_backend") as e:
+            backend.check_files(frame, 2, unit="unit")  # the estimator's early check
+        assert str(2**60) not in str(e.value)
+        with pytest.raises(ValueError, match="dtype_backend"):
+            backend.count_units(grid, frame, "unit", BOUND, key)
+    want = count_units(grid, X, units, BOUND, key)
+    exact = dd.read_parquet(str(folder), dtype_backend="numpy_nullable")
+    assert_same_counts(backend.count_units(grid, exact, "unit", BOUND, key), want)
+    assert want[1].sum() > 5 * N_UNITS  # not vacuous: every unit counts, not a few merged ones
+    # a frame typed in memory (no missing id can retype a partition) is read as before
+    frame = dd.from_pandas(table(X, unit_values(ids, "int")), npartitions=4)
+    got = backend.count_units(grid, frame, "unit", BOUND, key)
+    assert_same_counts(got, count_units(grid, X, unit_values(ids, "int"), BOUND, key))
+
+
+def test_a_frame_read_from_csv_by_dask_with_number_ids_is_refused(client, grid, data, key, tmp_path):
+    """dask's read_csv types a column from the first rows: integer ids
+    with a missing one there become float64 (rounded), and a missing one
+    later fails the fit. Refused from the declared type and the reader
+    (public); read as text, as the backend reads a CSV file itself."""
+    X, ids = data
+    df = table(X, (2**60 + ids.astype(np.int64)).astype(object))
+    path = write_csv(df, tmp_path / "csv")
+    backend = DaskBackend(client=client, columns=["x", "y"])
+    with pytest.raises(ValueError, match="dtype"):
+        backend.check_files(dd.read_csv(path), 2, unit="unit")
+    frame = dd.read_csv(path, dtype={"unit": str})
+    want = count_units(grid, X, df["unit"].astype(str).to_numpy(), BOUND, key)
+    assert_same_counts(backend.count_units(grid, frame, "unit", BOUND, key), want)
+
+
+def test_the_estimator_refuses_such_a_frame_before_a_ledger_charges(client, data, tmp_path):
+    """The refusal is public (the frame's types and readers): the estimator
+    says it before the ledger reserves anything."""
+    from dpdbscan.ledger import Ledger
+
+    X, ids = data
+    folder = tmp_path / "pq"
+    _parquet_with_a_missing_id(X, ids, folder)
+    led = Ledger.create(tmp_path / "b.ledger", "devices", 5.0, 1e-5, unit="unit")
+    est = DPDBSCAN(
+        eps=EPS,
+        min_samples=5,
+        bounds=BOUNDS,
+        delta=1e-6,
+        max_cells_per_unit=5,
+        ledger=led,
+        backend=DaskBackend(client=client, columns=["x", "y"]),
+    )
+    with pytest.raises(ValueError, match="dtype_backend"):
+        est.fit(dd.read_parquet(str(folder)), units="unit")
+    assert len(led.account().releases) == 0
+    est.fit(dd.read_parquet(str(folder), dtype_backend="numpy_nullable"), units="unit")
+    assert len(led.account().releases) == 1

@@ -37,7 +37,12 @@ def check_positive(
 
 
 def check_array(
-    X: Any, name: str = "X", *, width: int | None = None, ragged: list[int] | None = None
+    X: Any,
+    name: str = "X",
+    *,
+    width: int | None = None,
+    ragged: list[int] | None = None,
+    every_row: bool = False,
 ) -> np.ndarray:
     """A 2-D float64 array of real numbers (NaN/inf allowed here; the
     mechanism drops such rows). Refuses sparse matrices, complex and
@@ -48,7 +53,13 @@ def check_array(
     side), or without ``width`` than the length most rows have (the
     shortest of those tied), is a row of NaN, dropped by the clean rule
     alone; ``ragged[0]`` counts them. Never a refusal: whether a release
-    happens must not hinge on one row."""
+    happens must not hinge on one row. With ``width`` and ``every_row``
+    (what a fit reads), so also when every row has another length (or is no
+    row at all: a number, a list of lists) and when the list is empty:
+    numpy's shape of such a list is the rows' doing, and one added row of
+    the right length would lift a refusal. Without ``every_row``
+    (``predict``, which releases nothing), such a list is refused as an
+    array of another width."""
     if isinstance(X, np.ndarray) and X.dtype.kind in "iuf" and X.ndim == 2 and X.shape[1]:
         return np.asarray(X, dtype=np.float64)
     if hasattr(X, "toarray") or hasattr(X, "tocsr") or type(X).__module__.startswith("scipy.sparse"):
@@ -56,6 +67,8 @@ def check_array(
             f"{name} is a sparse matrix, which is not supported: DP-DBSCAN needs dense "
             "coordinates; convert with X.toarray() if it fits in memory"
         )
+    if every_row and isinstance(X, (list, tuple)) and width is not None and width > 0:
+        return _rows_of_width(X, width, ragged)
     try:
         arr = np.asarray(X)
         by_cells = False
@@ -94,6 +107,22 @@ def check_array(
     return np.asarray(arr, dtype=np.float64)
 
 
+def _rows_of_width(X: list | tuple, width: int, ragged: list[int] | None = None) -> np.ndarray:
+    """A list (or tuple) of rows as a float64 array of ``width`` (public)
+    columns: numpy's array when it has that shape and a number dtype (the
+    common case, as fast as before), else row by row (:func:`_cells`), a
+    row of another length, or no row, read as a row of NaN and counted in
+    ``ragged[0]``, and each cell on its own (:func:`_reals`)."""
+    try:
+        arr = np.asarray(X)
+    except Exception:  # ragged input and the like: row by row below
+        arr = None
+    if arr is not None and arr.dtype.kind in "iuf" and arr.ndim == 2 and arr.shape[1] == width:
+        return np.asarray(arr, dtype=np.float64)
+    cells = _cells(X, width, ragged) if len(X) else None
+    return np.empty((0, width), dtype=np.float64) if cells is None else _reals(cells)
+
+
 def _cells(X: Any, width: int | None = None, ragged: list[int] | None = None) -> np.ndarray | None:
     """A list (or tuple) of rows as a 2-D object array of its cells, each
     kept as it is; None when it is not that. Rows of different lengths:
@@ -109,19 +138,19 @@ def _cells(X: Any, width: int | None = None, ragged: list[int] | None = None) ->
         except TypeError:
             lengths.append(-1)  # not a row: a scalar
     widths = set(lengths)
-    if len(widths) == 1 and -1 not in widths:
+    if width is not None:
+        w = width  # public: every row of another length is dropped, however many
+    elif len(widths) == 1 and -1 not in widths:
         w = widths.pop()
     else:
-        if width is None:
-            counts: dict[int, int] = {}
-            for n in lengths:
-                if n > 0:
-                    counts[n] = counts.get(n, 0) + 1
-            if not counts:
-                return None
-            top = max(counts.values())
-            width = min(n for n, c in counts.items() if c == top)
-        w = width
+        counts: dict[int, int] = {}
+        for n in lengths:
+            if n > 0:
+                counts[n] = counts.get(n, 0) + 1
+        if not counts:
+            return None
+        top = max(counts.values())
+        w = min(n for n, c in counts.items() if c == top)
     out = np.empty((len(X), w), dtype=object)
     bad = 0
     for i, row in enumerate(X):

@@ -173,7 +173,7 @@ def prepare(
                 say_read(source.data, pts.X, pts.names, notes)
         else:
             ragged = [0]
-            X = check_array(source.data, width=_public_width(source), ragged=ragged)
+            X = check_array(source.data, width=_public_width(source), ragged=ragged, every_row=True)
             if ragged[0]:
                 warnings.warn(
                     f"{ragged[0]:,} row(s) of X of another length than the others (or than the "

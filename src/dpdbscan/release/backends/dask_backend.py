@@ -354,6 +354,69 @@ def unit_kind(dtype: Any, name: str = "units") -> str:
     return kind
 
 
+def check_frame_units(X: Any, unit: str) -> None:
+    """Refuse a dask DataFrame whose unit column one of dask's own readers
+    types from the values: read from Parquet with pandas' default types, an
+    integer column is declared int64 but is float64 in every partition that
+    holds a null (ids above 2**53 rounded, units merged: one row without an
+    id would merge others), and read from CSV, its type is guessed from the
+    first rows (float64 when a missing id is among them; a missing id later
+    fails the read). Public: the frame's declared types and the readers in
+    its graph, never a value. A frame typed in memory (``dd.from_pandas``),
+    or read with nullable types, passes."""
+    readers = _frame_readers(X)
+    if not readers:
+        return
+    declared = [X.dtypes[unit]] if unit in X.columns else []
+    for node, _ in readers:
+        meta = getattr(node, "_meta", None)
+        if meta is not None and unit in getattr(meta, "columns", ()):
+            declared.append(meta.dtypes[unit])  # as read, before any astype of the caller's
+    kinds = "iu" if "parquet" in {r for _, r in readers} else "iuf"
+    if not any(isinstance(t, np.dtype) and t.kind in kinds for t in declared):
+        return
+    if any(r == "parquet" for _, r in readers):
+        raise ValueError(
+            f"the unit column {unit!r} was read from Parquet with pandas' default types: an integer "
+            "column is then float64 in each partition that holds a missing id, which rounds ids above "
+            "2**53 and merges units. Read it with dd.read_parquet(..., dtype_backend='numpy_nullable') "
+            "(or give the files' paths to the fit)"
+        )
+    raise ValueError(
+        f"the unit column {unit!r} was read by dask's read_csv, which types it from the first rows "
+        f"(float64 where a missing id is among them): read the ids as text, "
+        f"dd.read_csv(..., dtype={{{unit!r}: str}}) (or give the files' paths to the fit)"
+    )
+
+
+def _frame_readers(X: Any) -> list[tuple[Any, str]]:
+    """The nodes of a dask DataFrame's graph that read files with dask's own
+    Parquet or CSV reader, each with ``"parquet"`` or ``"csv"`` (public: how
+    the frame was built)."""
+    expr = getattr(X, "expr", None)
+    walk = getattr(expr, "walk", None)
+    if not callable(walk):
+        return []
+    out = []
+    for node in walk():
+        names = {c.__name__ for c in type(node).__mro__}
+        if "ReadParquet" in names:
+            out.append((node, "parquet"))
+        elif "FromMap" in names:
+            func = _operand(node, "func")
+            inner = getattr(func, "func", func)
+            if getattr(inner, "__name__", "") == "_read_csv":
+                out.append((node, "csv"))
+    return out
+
+
+def _operand(node: Any, name: str) -> Any:
+    try:
+        return node.operand(name)
+    except (ValueError, AttributeError, IndexError):
+        return None
+
+
 def _arrow_type(dtype: Any) -> Any:
     """The Arrow type of a pandas or numpy dtype (None when it has none)."""
     import pandas as pd
@@ -1143,6 +1206,7 @@ class DaskBackend:
         if isinstance(X, dd.DataFrame):
             unit = _unit_name(units)
             cols = coordinate_columns(X.columns, X.dtypes, self.read.columns, grid.d, unit)
+            check_frame_units(X, unit)
             kind = unit_kind(X.dtypes[unit], unit)
             wanted = [*cols, unit]
             if window is not None:
@@ -1288,6 +1352,8 @@ class DaskBackend:
         paths = _as_paths(X)
         if paths is None:
             if isinstance(X, dd.DataFrame):
+                if unit is not None:
+                    check_frame_units(X, unit)
                 return [str(c) for c in coordinate_columns(X.columns, X.dtypes, self.read.columns, d, unit)]
             return None
         if file_format(paths, self.read.file_format) == "csv":
