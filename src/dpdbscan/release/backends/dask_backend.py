@@ -37,7 +37,7 @@ import functools
 import logging
 import os
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Self
 
 import numpy as np
@@ -396,7 +396,7 @@ def _frame_readers(X: Any) -> list[tuple[Any, str]]:
     expr = getattr(X, "expr", None)
     walk = getattr(expr, "walk", None)
     if not callable(walk):
-        return []
+        return _legacy_frame_readers(X)
     out = []
     for node in walk():
         names = {c.__name__ for c in type(node).__mro__}
@@ -407,6 +407,29 @@ def _frame_readers(X: Any) -> list[tuple[Any, str]]:
             inner = getattr(func, "func", func)
             if getattr(inner, "__name__", "") == "_read_csv":
                 out.append((node, "csv"))
+    return out
+
+
+def _legacy_frame_readers(X: Any) -> list[tuple[Any, str]]:
+    """:func:`_frame_readers` for dask before its expressions (2024.1, the
+    oldest supported): the input layers of the frame's high-level graph that
+    dask's ``read_parquet`` and ``read_csv`` name ``read-parquet-*`` and
+    ``read-csv-*``, each with the types as read (its reading function's
+    ``meta``, before any astype of the caller's)."""
+    import types
+
+    graph = getattr(X, "__dask_graph__", None)
+    layers = getattr(graph() if callable(graph) else None, "layers", None)
+    if not isinstance(layers, Mapping):
+        return []
+    out = []
+    for name, layer in layers.items():
+        text = str(name)
+        for kind, prefix in (("parquet", "read-parquet-"), ("csv", "read-csv-")):
+            if not text.startswith(prefix):
+                continue
+            meta = getattr(getattr(layer, "io_func", None), "meta", None)
+            out.append((types.SimpleNamespace(_meta=meta), kind))
     return out
 
 
