@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..files.tracefolder import LEDGER_UNIT, UNIT_FROM, UNIT_WORDS, unit_words
-from ..ledger import SCHEMA_VERSION, Cost, Ledger, Reservation, read_ledger, release_cost, upper_cost
+from ..ledger import ACCOUNTINGS, SCHEMA_VERSION, Cost, Ledger, Reservation, read_ledger, release_cost, upper_cost
 from ..ledger.store import Account, Release
 from ..model.describe import SEEDED_RECORD
 from ..plan.autoplan import PLACE_EXTENT_KM
@@ -86,6 +86,15 @@ _OPTIONS: dict[str, dict[str, dict[str, Any]]] = {
             "for its lifetime, and only releases with --unit COLUMN are charged to it. Default: a "
             "budget per row (event level), for releases without --unit",
         },
+        "--accounting": {
+            "choices": ACCOUNTINGS,
+            "default": "basic",
+            "help": "the rule that admits releases, fixed for the dataset's lifetime (valid however "
+            "each release is chosen after the others): basic (default; epsilons add, deltas add; every "
+            "kind of release) or zcdp (while all releases are pure their epsilons add, else their "
+            "zCDP rho's add against the budget's, converted once: many Gaussian releases cost less; a "
+            "release on the stability histogram is refused)",
+        },
         "--unit-from": {
             "choices": UNIT_FROM,
             "help": "a budget per person where each file (file) or each first-level sub-folder (folder) "
@@ -130,10 +139,12 @@ def cmd_ledger(args: argparse.Namespace, sink: WarningSink) -> int:
         if args.unit is not None and args.unit_from is not None:
             raise ValueError("ledger init: --unit COLUMN or --unit-from file|folder, not both")
         unit = args.unit if args.unit_from is None else LEDGER_UNIT[args.unit_from]
-        led = Ledger.create(args.ledger, args.dataset, args.epsilon, args.delta, unit=unit)
+        led = Ledger.create(
+            args.ledger, args.dataset, args.epsilon, args.delta, unit=unit, accounting=args.accounting
+        )
         print(
             f"ledger {led.path}: dataset {led.dataset!r} registered with a lifetime budget of "
-            f"epsilon={args.epsilon:g}, delta={args.delta:g} {_per(unit)}"
+            f"epsilon={args.epsilon:g}, delta={args.delta:g} {_per(unit)}, accounting {args.accounting}"
         )
         return EXIT_OK
     if args.dataset is not None:
@@ -187,7 +198,8 @@ def account_lines(a: Account) -> list[str]:
         counted += f", of which {unfinished} reserved and never finished and {failed} failed, all counted"
     lines = [
         f"dataset {a.dataset!r}: lifetime budget epsilon={a.epsilon:g}, delta={a.delta:g} "
-        + _per(a.unit_column),
+        + _per(a.unit_column)
+        + f", accounting {a.accounting}",
         f"  spent    : epsilon={s.epsilon:.6g}, delta={s.delta:.3g} by {s.method} ({counted})",
     ]
     beside = ""

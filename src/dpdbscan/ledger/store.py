@@ -1,16 +1,20 @@
 """The ledger file: each dataset's lifetime budget and every release against it.
 
 An SQLite database (the standard library's :mod:`sqlite3`: one file, no
-server) with these tables (schema version 1):
+server) with these tables (schema version 2):
 
 * ``schema_version(version, applied)``: the versions applied, one row each;
   a later version adds tables or nullable columns and a row here (a reader
   refuses a file newer than it knows);
-* ``datasets(name, epsilon, delta, unit, unit_column, created)``: the
-  lifetime budget of each dataset and the privacy unit it protects (each row,
-  "event"; or each person, "person", named by ``unit_column``), registered
-  once (``dpdbscan ledger init``) and never changed. Every release charged to
-  it must protect the same unit: a budget is a statement about one unit;
+* ``datasets(name, epsilon, delta, unit, unit_column, created, accounting)``:
+  the lifetime budget of each dataset, the privacy unit it protects (each
+  row, "event"; or each person, "person", named by ``unit_column``) and its
+  accounting ("basic" or "zcdp": the rule that admits releases, a privacy
+  filter, :mod:`.composition`), registered once (``dpdbscan ledger init``)
+  and never changed. Every release charged to it must protect the same unit:
+  a budget is a statement about one unit. Version 2 added ``accounting``; a
+  file of version 1 opens, its datasets counted by "basic" (NULL), and is
+  brought to version 2 when a dataset is next registered in it;
 * ``series(id, dataset, created, plan)``: a planned series of releases (a
   horizon cut into periods under one lifetime budget; ``plan`` is its public
   plan as JSON), written by :meth:`Ledger.reserve_series` (``fit --per ...
@@ -56,9 +60,9 @@ from typing import Any
 
 from ..exceptions import BudgetExceeded, LedgerError
 from ..files.tracefolder import unit_option, unit_words
-from .composition import Cost, Total, compose, fits, largest_pure
+from .composition import NOT_ZCDP, Cost, Total, check_accounting, compose, fits, largest_pure
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: SQLite's application_id of a ledger file ("dpdL").
 APPLICATION_ID = 0x6470644C
 FORMAT = "dpdbscan-ledger"
@@ -79,7 +83,8 @@ CREATE TABLE datasets (
     delta REAL NOT NULL CHECK (delta >= 0 AND delta < 1),
     unit TEXT NOT NULL CHECK (unit IN ('person', 'event')),
     unit_column TEXT,
-    created TEXT NOT NULL
+    created TEXT NOT NULL,
+    accounting TEXT CHECK (accounting IS NULL OR accounting IN ('basic', 'zcdp'))
 );
 CREATE TABLE series (
     id INTEGER PRIMARY KEY,
@@ -162,6 +167,7 @@ class Account:
     unit, unit_column : str, str or None
         What the budget protects: "event" (each row) or "person" (each
         value of ``unit_column``).
+    created : str
     spent : Total
         The releases' total (:func:`.composition.compose`).
     remaining_epsilon : float
@@ -179,6 +185,9 @@ class Account:
         What ``held`` composes: every release's cost, each planned series'
         whole plan in place of its releases (what a plan of further releases
         must fit beside).
+    accounting : str
+        The dataset's rule, fixed when it was registered: "basic" or "zcdp"
+        (:func:`.composition.compose`).
     """
 
     dataset: str
@@ -193,6 +202,7 @@ class Account:
     held: Total | None = None
     periods_to_come: dict[int, int] = field(default_factory=dict)
     held_costs: tuple[Cost, ...] = ()
+    accounting: str = "basic"
 
     def to_dict(self) -> dict[str, Any]:
         s = self.spent
@@ -203,6 +213,7 @@ class Account:
             "unit": self.unit,
             "unit_column": self.unit_column,
             "created": self.created,
+            "accounting": self.accounting,
             "spent": {
                 "epsilon": s.epsilon,
                 "delta": s.delta,
@@ -348,11 +359,20 @@ class _Budget:
     unit: str
     unit_column: str | None
     created: str
+    accounting: str = "basic"
+
+
+def _has_accounting(con: sqlite3.Connection) -> bool:
+    """Whether the file's ``datasets`` has the column ``accounting`` (schema
+    version 2; a file of version 1 has not, its datasets count by "basic")."""
+    return "accounting" in {r[1] for r in con.execute("PRAGMA table_info(datasets)")}
 
 
 def _budget(con: sqlite3.Connection, path: Path, dataset: str) -> _Budget:
+    accounting = "accounting" if _has_accounting(con) else "NULL"
     row = con.execute(
-        "SELECT epsilon, delta, unit, unit_column, created FROM datasets WHERE name = ?", (dataset,)
+        f"SELECT epsilon, delta, unit, unit_column, created, {accounting} FROM datasets WHERE name = ?",
+        (dataset,),
     ).fetchone()
     if row is None:
         known = [r[0] for r in con.execute("SELECT name FROM datasets ORDER BY name")]
@@ -361,7 +381,7 @@ def _budget(con: sqlite3.Connection, path: Path, dataset: str) -> _Budget:
             f"the ledger {path} has no dataset {dataset!r} (it has: {listed}); register it with "
             f"'dpdbscan ledger init {path} --dataset {dataset} --epsilon E'"
         )
-    return _Budget(float(row[0]), float(row[1]), str(row[2]), row[3], str(row[4]))
+    return _Budget(float(row[0]), float(row[1]), str(row[2]), row[3], str(row[4]), row[5] or "basic")
 
 
 def _check_unit(b: _Budget, path: Path, dataset: str, unit: str, unit_column: str | None) -> None:
@@ -418,10 +438,10 @@ def _account(con: sqlite3.Connection, path: Path, dataset: str) -> Account:
     b = _budget(con, path, dataset)
     releases = _releases(con, dataset)
     costs = [r.cost for r in releases]
-    spent = compose(costs, b.delta)
+    spent = compose(costs, b.delta, b.accounting)
     plans = _plans(con, dataset)
     held = _held(releases, plans)
-    left = largest_pure(held, b.epsilon, b.delta)
+    left = largest_pure(held, b.epsilon, b.delta, b.accounting)
     to_come = _periods_to_come(releases, plans)
     return Account(
         dataset,
@@ -433,9 +453,10 @@ def _account(con: sqlite3.Connection, path: Path, dataset: str) -> Account:
         spent,
         left,
         releases,
-        held=compose(held, b.delta),
+        held=compose(held, b.delta, b.accounting),
         periods_to_come=to_come,
         held_costs=tuple(held),
+        accounting=b.accounting,
     )
 
 
@@ -485,6 +506,7 @@ class Ledger:
         epsilon: float,
         delta: float = 0.0,
         unit: str | None = None,
+        accounting: str = "basic",
     ) -> Ledger:
         """Register ``dataset`` with a lifetime budget (epsilon, delta) in the
         ledger at ``path``, making the file if there is none. A dataset is
@@ -494,9 +516,17 @@ class Ledger:
         the name of the privacy unit (the unit column, such as "cab"), each
         person. Every release charged must protect the same unit.
 
+        ``accounting``: the rule that admits releases, a privacy filter under
+        fully adaptive choice, fixed here for the dataset's lifetime:
+        "basic" (basic composition; every kind of release) or "zcdp" (pure
+        releases by basic composition while all are pure, else rho's add
+        against the budget's rho; a release that is not zCDP, on the
+        stability histogram, is refused). See :mod:`.composition`.
+
         Raises LedgerError when ``path`` exists and is not a ledger, or the
         dataset is already registered."""
         dataset = _check_name(dataset)
+        accounting = check_accounting(accounting)
         if unit is not None:
             unit = _check_name(unit, "unit")
         eps, dlt = float(epsilon), float(delta)
@@ -519,14 +549,21 @@ class Ledger:
                     con.execute("INSERT INTO schema_version VALUES (?, ?)", (SCHEMA_VERSION, _now()))
                 else:
                     _check_format(con, p)
+                    if not _has_accounting(con):  # version 1: its datasets stay NULL, "basic"
+                        con.execute(
+                            "ALTER TABLE datasets ADD COLUMN accounting TEXT CHECK "
+                            "(accounting IS NULL OR accounting IN ('basic', 'zcdp'))"
+                        )
+                        con.execute("INSERT INTO schema_version VALUES (?, ?)", (SCHEMA_VERSION, _now()))
                 if con.execute("SELECT 1 FROM datasets WHERE name = ?", (dataset,)).fetchone():
                     raise LedgerError(
                         f"the ledger {p} already has the dataset {dataset!r}: a lifetime budget is "
                         "registered once and never reset"
                     )
                 con.execute(
-                    "INSERT INTO datasets VALUES (?, ?, ?, ?, ?, ?)",
-                    (dataset, eps, dlt, "event" if unit is None else "person", unit, _now()),
+                    "INSERT INTO datasets (name, epsilon, delta, unit, unit_column, created, accounting) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (dataset, eps, dlt, "event" if unit is None else "person", unit, _now(), accounting),
                 )
         except sqlite3.DatabaseError as exc:
             raise LedgerError(f"{p} is not a dpdbscan ledger, or is corrupt ({exc})") from None
@@ -604,9 +641,17 @@ class Ledger:
         costs = [r.cost for r in releases]
         plans = _plans(con, self.dataset)
         held = costs if append else _held(releases, plans)
-        total = compose([*held, *(new if check is None else check)], b.delta)
+        total = compose([*held, *(new if check is None else check)], b.delta, b.accounting)
+        if total.method == NOT_ZCDP:
+            raise BudgetExceeded(
+                f"the ledger {self.path} refuses this release: dataset {self.dataset!r} is counted by "
+                "zCDP (accounting 'zcdp', fixed when it was registered), and this release is not zCDP "
+                "(a release on the stability histogram, or one whose histogram is not known before the "
+                "data are read): choose --histogram dense or sparse, or give the box with --columns. "
+                + NOTHING_READ
+            )
         if not fits(total, b.epsilon, b.delta):
-            before = compose(held, b.delta)
+            before = compose(held, b.delta, b.accounting)
             shown = new if check is None else check
             eps = math.fsum(c.epsilon for c in shown)
             dlt = math.fsum(c.delta for c in shown)
@@ -626,7 +671,7 @@ class Ledger:
                 f"{before.method}; with {this} at (epsilon={eps:g}, delta={dlt:g}) "
                 f"the total would be (epsilon={total.epsilon:.6g}, delta={total.delta:.3g}). " + NOTHING_READ
             )
-        return compose([*costs, *new], b.delta)
+        return compose([*costs, *new], b.delta, b.accounting)
 
     def _insert(
         self,
