@@ -302,7 +302,7 @@ def test_a_fit_that_fails_after_reserving_stays_counted(tmp_path):
 
 
 def test_fit_lonlat_charges_person_level_releases_in_zcdp(tmp_path):
-    led = Ledger.create(tmp_path / "b.ledger", "cabs", 2.0, 1e-6, unit="cab")
+    led = Ledger.create(tmp_path / "b.ledger", "cabs", 2.0, 1e-6, unit="cab", accounting="zcdp")
     rng = np.random.default_rng(1)
     lonlat = np.column_stack([rng.uniform(-122.45, -122.4, 3000), rng.uniform(37.75, 37.8, 3000)])
     cab = rng.integers(0, 100, 3000)
@@ -343,7 +343,7 @@ def test_the_releases_of_a_planned_series_are_recorded_and_charged(tmp_path):
 
 def test_a_budget_protects_one_unit(tmp_path):
     rows_ = Ledger.create(tmp_path / "b.ledger", "rows", 5.0, 1e-6)
-    cabs = Ledger.create(rows_.path, "cabs", 5.0, 1e-6, unit="cab")
+    cabs = Ledger.create(rows_.path, "cabs", 5.0, 1e-6, unit="cab", accounting="zcdp")
     g = Cost(1.0, 1e-6, 0.02)
     with pytest.raises(LedgerError, match="n times its epsilon"):
         cabs.reserve(pure(1.0), command="fit", params={}, unit="event")

@@ -21,7 +21,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..files.tracefolder import LEDGER_UNIT, UNIT_FROM, UNIT_WORDS, unit_words
-from ..ledger import ACCOUNTINGS, SCHEMA_VERSION, Cost, Ledger, Reservation, read_ledger, release_cost, upper_cost
+from ..ledger import (
+    ACCOUNTINGS,
+    SCHEMA_VERSION,
+    Cost,
+    Ledger,
+    Reservation,
+    read_ledger,
+    release_cost,
+    upper_cost,
+)
 from ..ledger.store import Account, Release
 from ..model.describe import SEEDED_RECORD
 from ..plan.autoplan import PLACE_EXTENT_KM

@@ -262,7 +262,9 @@ def largest_repeated(
         raise ValueError(f"the number of releases must be at least 1, got {n!r}")
 
     def total(cs: Sequence[Cost]) -> Total:
-        return compose_fixed(cs, delta_budget) if accounting is None else compose(cs, delta_budget, accounting)
+        return (
+            compose_fixed(cs, delta_budget) if accounting is None else compose(cs, delta_budget, accounting)
+        )
 
     def ok(e: float) -> bool:
         return fits(total([*costs, *[cost_at(e)] * n]), epsilon_budget, delta_budget)

@@ -60,7 +60,7 @@ from typing import Any
 
 from ..exceptions import BudgetExceeded, LedgerError
 from ..files.tracefolder import unit_option, unit_words
-from .composition import NOT_ZCDP, Cost, Total, check_accounting, compose, fits, largest_pure
+from .composition import NOT_ZCDP, Cost, Total, check_accounting, compose, compose_fixed, fits, largest_pure
 
 SCHEMA_VERSION = 2
 #: SQLite's application_id of a ledger file ("dpdL").
@@ -434,12 +434,32 @@ def _held(releases: Sequence[Release], plans: Mapping[int, Mapping[str, Any]]) -
     return [r.cost for r in releases if r.series_id not in planned] + list(planned.values())
 
 
+def _spent(releases: Sequence[Release], plans: Mapping[int, Mapping[str, Any]]) -> list[Cost]:
+    """What the dataset's releases spent, as the entries the ledger's rule
+    composes: every release's cost, except that the releases of a planned
+    series count as one entry, what its plan's rows released so far cost
+    together (fixed in advance by the plan: :func:`.composition.compose_fixed`
+    at the plan's delta, rho's added), never more than its whole plan
+    (:func:`_held`). A series' periods are not separate choices: its plan
+    fixed them, and the ledger refuses rows beyond its rho."""
+    planned = {sid: c for sid, p in plans.items() if (c := _plan_cost(p)) is not None}
+    out = [r.cost for r in releases if r.series_id not in planned]
+    for sid, whole in planned.items():
+        rows = [r.cost for r in releases if r.series_id == sid]
+        if not rows:
+            continue
+        fixed = compose_fixed(rows, whole.delta)
+        rho = None if any(c.rho is None for c in rows) else math.fsum(c.rho or 0.0 for c in rows)
+        delta = whole.delta if any(c.delta > 0 for c in rows) else 0.0
+        out.append(Cost(min(fixed.epsilon, whole.epsilon), delta, rho))
+    return out
+
+
 def _account(con: sqlite3.Connection, path: Path, dataset: str) -> Account:
     b = _budget(con, path, dataset)
     releases = _releases(con, dataset)
-    costs = [r.cost for r in releases]
-    spent = compose(costs, b.delta, b.accounting)
     plans = _plans(con, dataset)
+    spent = compose(_spent(releases, plans), b.delta, b.accounting)
     held = _held(releases, plans)
     left = largest_pure(held, b.epsilon, b.delta, b.accounting)
     to_come = _periods_to_come(releases, plans)
@@ -618,8 +638,11 @@ class Ledger:
                 row = con.execute("SELECT dataset FROM series WHERE id = ?", (series_id,)).fetchone()
                 if row is None or row[0] != self.dataset:
                     raise LedgerError(f"the ledger {self.path} has no series {series_id} of {self.dataset!r}")
-            total = self._check_fits(con, b, [cost])
+            self._check_fits(con, b, [cost])
             rid = self._insert(con, cost, command, text, unit, unit_column, series_id, period)
+            total = compose(
+                _spent(_releases(con, self.dataset), _plans(con, self.dataset)), b.delta, b.accounting
+            )
         return Reservation(self, rid, cost, total)
 
     def _check_fits(
@@ -631,17 +654,21 @@ class Ledger:
         check: Sequence[Cost] | None = None,
         append: bool = False,
     ) -> Total:
-        """The dataset's total spent with ``new`` added, or BudgetExceeded
+        """What the budget holds with ``new`` added, or BudgetExceeded
         when ``check`` (default ``new``; a new series: its whole plan) does not
         fit beside what the budget holds: every release, each planned series
         at its whole plan's cost (:func:`_held`), so that no other release
         takes what a series' periods to come need. An ``append`` to a series
-        is checked beside what was spent (its plan is what it draws on)."""
+        adds nothing to what is held: its plan, held whole, is what it draws
+        on."""
         releases = _releases(con, self.dataset)
         costs = [r.cost for r in releases]
         plans = _plans(con, self.dataset)
-        held = costs if append else _held(releases, plans)
-        total = compose([*held, *(new if check is None else check)], b.delta, b.accounting)
+        # an append's rows are inside its series' plan, held whole already
+        # (reserve_series refuses rows beyond the plan's rho)
+        held = _held(releases, plans)
+        added = [] if append else list(new if check is None else check)
+        total = compose([*held, *added], b.delta, b.accounting)
         if total.method == NOT_ZCDP:
             raise BudgetExceeded(
                 f"the ledger {self.path} refuses this release: dataset {self.dataset!r} is counted by "
@@ -671,7 +698,7 @@ class Ledger:
                 f"{before.method}; with {this} at (epsilon={eps:g}, delta={dlt:g}) "
                 f"the total would be (epsilon={total.epsilon:.6g}, delta={total.delta:.3g}). " + NOTHING_READ
             )
-        return compose([*costs, *new], b.delta, b.accounting)
+        return total
 
     def _insert(
         self,
@@ -738,7 +765,7 @@ class Ledger:
                 recorded = dict(plan)
                 # the whole plan must fit beside what the budget holds, before it is recorded
                 whole = _plan_cost(recorded)
-                total = self._check_fits(con, b, costs, check=None if whole is None else [whole])
+                self._check_fits(con, b, costs, check=None if whole is None else [whole])
                 cur = con.execute(
                     "INSERT INTO series (dataset, created, plan) VALUES (?, ?, ?)",
                     (self.dataset, _now(), json.dumps(recorded, sort_keys=True, default=str)),
@@ -772,8 +799,11 @@ class Ledger:
                     f"rho={spent_rho:.6g}. " + NOTHING_READ
                 )
             if plan is None:
-                total = self._check_fits(con, b, costs, append=True)
+                self._check_fits(con, b, costs, append=True)
             rids = [self._insert(con, c, command, text, "person", unit_column, sid, p) for p, c in charges]
+            total = compose(
+                _spent(_releases(con, self.dataset), _plans(con, self.dataset)), b.delta, b.accounting
+            )
         return sid, [Reservation(self, rid, c, total) for rid, c in zip(rids, costs)]
 
     def add_series(self, plan: Mapping[str, Any]) -> int:
