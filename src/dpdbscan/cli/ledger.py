@@ -47,8 +47,10 @@ EXAMPLES = """examples:
   # a lifetime budget of epsilon = 5 for the dataset 'cabs'
   dpdbscan ledger init budget.ledger --dataset cabs --epsilon 5
 
-  # person level: a lifetime (epsilon, delta) per cab, for fits with --unit cab
-  dpdbscan ledger init budget.ledger --dataset cabs-people --epsilon 2 --delta 1e-6 --unit cab
+  # person level: a lifetime (epsilon, delta) per cab, for fits with --unit cab, counted by
+  # zCDP (rho's add: many Gaussian fits cost less than by the default basic composition)
+  dpdbscan ledger init budget.ledger --dataset cabs-people --epsilon 2 --delta 1e-6 --unit cab \\
+      --accounting zcdp
 
   # every fit charges it; the sixth at epsilon = 1 is refused (exit status 2)
   dpdbscan fit "$DPDBSCAN_DATA/cabs_tiny.csv.gz" --header --geo --bounds -122.48 37.72 -122.38 37.82 \\
