@@ -49,8 +49,7 @@ EXAMPLES = """examples:
 
   # person level: a lifetime (epsilon, delta) per cab, for fits with --unit cab, counted by
   # zCDP (rho's add: many Gaussian fits cost less than by the default basic composition)
-  dpdbscan ledger init budget.ledger --dataset cabs-people --epsilon 2 --delta 1e-6 --unit cab \\
-      --accounting zcdp
+  dpdbscan ledger init budget.ledger --dataset people --epsilon 2 --delta 1e-6 --unit cab --accounting zcdp
 
   # every fit charges it; the sixth at epsilon = 1 is refused (exit status 2)
   dpdbscan fit "$DPDBSCAN_DATA/cabs_tiny.csv.gz" --header --geo --bounds -122.48 37.72 -122.38 37.82 \\
@@ -63,7 +62,7 @@ EXAMPLES = """examples:
   # plan: the epsilon of each of 52 weekly fits within what the budget has left (nothing spent)
   dpdbscan forecast --geo --bounds -122.6 37.55 -122.3 37.85 --eps 200m --min-samples 30 \\
       --unit cab --max-cells-per-unit 50 --delta 1e-6 --periods 52 \\
-      --ledger budget.ledger --dataset cabs-people
+      --ledger budget.ledger --dataset people
 """
 
 
