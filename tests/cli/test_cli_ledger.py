@@ -295,10 +295,9 @@ def test_person_level_fits_are_charged_in_zcdp(tmp_path, capsys):
     path = tmp_path / "cabs.csv"
     path.write_text("\n".join(rows) + "\n")
     led = tmp_path / "b.ledger"
-    rc, out, _ = run(
-        capsys, "ledger", "init", led, "--dataset", "cabs", "--epsilon", 2, "--delta", 1e-6, "--unit", "cab"
-    )
-    assert rc == 0 and "per person (each 'cab')" in out
+    init = ["ledger", "init", led, "--dataset", "cabs", "--epsilon", 2, "--delta", 1e-6, "--unit", "cab"]
+    rc, out, _ = run(capsys, *init, "--accounting", "zcdp")
+    assert rc == 0 and "per person (each 'cab')" in out and "accounting zcdp" in out
     rc, _, err = run(capsys, "fit", path, *BASE, "--no-png", "--ledger", led, "--dataset", "cabs")
     assert rc == 2 and "n times its epsilon" in err  # an event-level fit on a budget per cab
     person = [
@@ -324,7 +323,19 @@ def test_person_level_fits_are_charged_in_zcdp(tmp_path, capsys):
     rc, out, _ = run(capsys, "ledger", "show", led, "--json")
     doc = json.loads(out)["datasets"][0]
     assert doc["spent"]["method"].startswith("zCDP") and 1.80 < doc["spent"]["epsilon"] < 1.82
+    assert doc["accounting"] == "zcdp"
     assert {(r["unit"], r["unit_column"]) for r in doc["releases"]} == {("person", "cab")}
+    rc, out, _ = run(capsys, "ledger", "show", led)
+    assert "accounting zcdp" in out and "by zCDP (rho adds, converted once)" in out
+    # by the default accounting (basic composition) the deltas add: the second fit is refused
+    basic = tmp_path / "basic.ledger"
+    rc, out, _ = run(capsys, *[basic if a == led else a for a in init])
+    assert rc == 0 and "accounting basic" in out
+    person = [basic if a == led else a for a in person]
+    rc, _, err = run(capsys, "fit", path, *person, "--out-dir", tmp_path / "b0")
+    assert rc == 0, err
+    rc, _, err = run(capsys, "fit", path, *person, "--out-dir", tmp_path / "b1")
+    assert rc == 2 and "by basic composition" in err and "delta=2e-06" in err
 
 
 def test_sweep_charges_its_one_release_and_sweep_model_charges_nothing(tmp_path, capsys, data, ledger):

@@ -52,7 +52,7 @@ def test_pure_epsilon_at_row_level_splits_the_budget_evenly(capsys):
 
 def test_the_plan_fits_the_ledger_exactly_and_composes_by_zcdp(tmp_path, capsys):
     path = tmp_path / "budget.ledger"
-    Ledger.create(path, "cabs", 2.0, 1e-6, unit="cab")
+    Ledger.create(path, "cabs", 2.0, 1e-6, unit="cab", accounting="zcdp")
     led = Ledger(path, "cabs")
     _charge(led, 0.5)  # a release already made: the plan fits beside it
     fc = _plan(capsys, *PERSON, "--periods", "5", "--ledger", path, "--dataset", "cabs")
@@ -76,7 +76,7 @@ def test_the_plan_fits_the_ledger_exactly_and_composes_by_zcdp(tmp_path, capsys)
 
 def test_a_given_budget_is_the_same_plan_as_an_empty_ledger_s(tmp_path, capsys):
     path = tmp_path / "budget.ledger"
-    Ledger.create(path, "cabs", 2.0, 1e-6, unit="cab")
+    Ledger.create(path, "cabs", 2.0, 1e-6, unit="cab", accounting="zcdp")
     given = _plan(capsys, *PERSON, "--periods", "52", "--lifetime-epsilon", "2")["per_period"]
     led = _plan(capsys, *PERSON, "--periods", "52", "--ledger", path, "--dataset", "cabs")["per_period"]
     assert given["epsilon_per_period"] == led["epsilon_per_period"]
@@ -150,3 +150,21 @@ def test_the_help_s_planning_example_runs(capsys):
     rc, out, err = run(capsys, *shlex.split(line)[1:])
     assert rc == 0, err
     assert "periods : 52 releases" in out
+
+
+def test_a_plan_in_a_basic_ledger_adds_the_deltas(tmp_path, capsys):
+    """By the default accounting (basic composition) N person-level releases
+    at delta 1e-6 cannot fit a lifetime delta of 1e-6: refused, nothing spent;
+    at delta 1e-6 / N each gets the lifetime epsilon over N."""
+    path = tmp_path / "budget.ledger"
+    Ledger.create(path, "cabs", 2.0, 1e-6, unit="cab")
+    with pytest.raises(AssertionError, match="no release of these options fits 5 times"):
+        _plan(capsys, *PERSON, "--periods", "5", "--ledger", path, "--dataset", "cabs")
+    small = [a if a != "1e-6" else "2e-7" for a in PERSON]
+    assert small != list(PERSON)
+    plan = _plan(capsys, *small, "--periods", "5", "--ledger", path, "--dataset", "cabs")["per_period"]
+    assert (
+        plan["epsilon_per_period"] == pytest.approx(0.4, rel=1e-3)
+        and plan["total"]["method"] == "basic composition"
+    )
+    assert Ledger(path, "cabs").account().releases == []

@@ -302,7 +302,7 @@ def test_a_fit_that_fails_after_reserving_stays_counted(tmp_path):
 
 
 def test_fit_lonlat_charges_person_level_releases_in_zcdp(tmp_path):
-    led = Ledger.create(tmp_path / "b.ledger", "cabs", 2.0, 1e-6, unit="cab")
+    led = Ledger.create(tmp_path / "b.ledger", "cabs", 2.0, 1e-6, unit="cab", accounting="zcdp")
     rng = np.random.default_rng(1)
     lonlat = np.column_stack([rng.uniform(-122.45, -122.4, 3000), rng.uniform(37.75, 37.8, 3000)])
     cab = rng.integers(0, 100, 3000)
@@ -343,7 +343,7 @@ def test_the_releases_of_a_planned_series_are_recorded_and_charged(tmp_path):
 
 def test_a_budget_protects_one_unit(tmp_path):
     rows_ = Ledger.create(tmp_path / "b.ledger", "rows", 5.0, 1e-6)
-    cabs = Ledger.create(rows_.path, "cabs", 5.0, 1e-6, unit="cab")
+    cabs = Ledger.create(rows_.path, "cabs", 5.0, 1e-6, unit="cab", accounting="zcdp")
     g = Cost(1.0, 1e-6, 0.02)
     with pytest.raises(LedgerError, match="n times its epsilon"):
         cabs.reserve(pure(1.0), command="fit", params={}, unit="event")
@@ -457,3 +457,55 @@ def test_a_series_without_a_recorded_cost_counts_its_releases_alone(tmp_path):
     led.reserve(pure(0.25), command="t", params={}, unit="person", series_id=sid, period="w1")
     a = led.account()
     assert a.periods_to_come == {} and a.held is not None and a.held.epsilon == a.spent.epsilon == 0.25
+
+
+def _as_version_1(path: Path) -> None:
+    """Make a ledger file as dpdbscan wrote it before the accounting: schema
+    version 1, ``datasets`` without the column."""
+    con = sqlite3.connect(path, isolation_level=None)
+    con.execute("ALTER TABLE datasets DROP COLUMN accounting")
+    con.execute("DELETE FROM schema_version")
+    con.execute("INSERT INTO schema_version VALUES (1, '2026-01-01T00:00:00.000+00:00')")
+    con.close()
+
+
+def test_a_version_1_ledger_opens_and_counts_by_basic_composition(tmp_path):
+    """A file written before the accounting opens; its datasets are counted by
+    basic composition, the rule that admits every kind of release (two
+    person-level releases at delta 1e-6 no longer fit a lifetime delta 1e-6,
+    which the old rule's zCDP statement admitted). Registering a dataset in
+    it adds the column and marks it version 2; the old dataset stays basic."""
+    path = tmp_path / "old.ledger"
+    led = Ledger.create(path, "cabs", 2.0, 1e-6, unit="cab")
+    g = Cost(1.0, 1e-6, 0.0244)
+    led.reserve(g, command="fit", params={}, unit="person", unit_column="cab")
+    _as_version_1(path)
+    a = led.account()
+    assert a.accounting == "basic" and a.spent.method == "basic composition"
+    assert (a.spent.epsilon, a.spent.delta) == (1.0, 1e-6) and a.to_dict()["accounting"] == "basic"
+    with pytest.raises(BudgetExceeded, match="by basic composition"):
+        led.reserve(g, command="fit", params={}, unit="person", unit_column="cab")
+    Ledger.create(path, "zc", 2.0, 1e-6, unit="cab", accounting="zcdp")
+    con = sqlite3.connect(path)
+    assert con.execute("SELECT max(version) FROM schema_version").fetchone()[0] == SCHEMA_VERSION == 2
+    con.close()
+    accounts = {x.dataset: x for x in read_ledger(path)}
+    assert accounts["cabs"].accounting == "basic" and accounts["zc"].accounting == "zcdp"
+    zc = Ledger(path, "zc")
+    for _ in range(2):  # by zCDP two fit (rho 2 x 0.0244 within the budget's)
+        zc.reserve(g, command="fit", params={}, unit="person", unit_column="cab")
+    assert zc.account().spent.method.startswith("zCDP") and len(accounts["cabs"].releases) == 1
+
+
+def test_the_accounting_is_checked_and_zcdp_refuses_a_release_that_is_not_zcdp(tmp_path):
+    with pytest.raises(ValueError, match="accounting"):
+        Ledger.create(tmp_path / "a.ledger", "d", 1.0, 1e-6, accounting="renyi")
+    led = Ledger.create(tmp_path / "b.ledger", "d", 1.0, 1e-6, accounting="zcdp")
+    led.reserve(pure(0.5), command="fit", params={}, unit="event")
+    with pytest.raises(BudgetExceeded, match="not zCDP"):
+        led.reserve(Cost(0.1, 1e-8, None), command="fit", params={}, unit="event")
+    assert len(led.account().releases) == 1
+    # pure releases add while all are pure: 0.5 + 0.5 = 1 fits, as by basic composition
+    led.reserve(pure(0.5), command="fit", params={}, unit="event")
+    with pytest.raises(BudgetExceeded):
+        led.reserve(pure(0.01), command="fit", params={}, unit="event")

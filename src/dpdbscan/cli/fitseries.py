@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..ledger import Ledger, compose
+from ..ledger import Ledger, compose_fixed
 from ..model.describe import protection_brief
 from ..release import periodtable
 from ..series import (
@@ -404,7 +404,7 @@ def charging_series(
         sid, rows = Ledger(ledger, dataset).reserve_series(
             charges, command="fit --append", params=params, unit_column=unit_column, series_id=sid
         )
-    cost = compose([c for _, c in charges], plan.delta)
+    cost = compose_fixed([c for _, c in charges], plan.delta)
     print(
         f"dpdbscan: ledger {ledger}: series {sid} of {dataset!r} charged {len(rows)} release(s) "
         f"({', '.join('spans' if p is None else p[:10] for p, _ in charges)}) at "

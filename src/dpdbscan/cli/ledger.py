@@ -21,7 +21,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..files.tracefolder import LEDGER_UNIT, UNIT_FROM, UNIT_WORDS, unit_words
-from ..ledger import SCHEMA_VERSION, Cost, Ledger, Reservation, read_ledger, release_cost, upper_cost
+from ..ledger import (
+    ACCOUNTINGS,
+    SCHEMA_VERSION,
+    Cost,
+    Ledger,
+    Reservation,
+    read_ledger,
+    release_cost,
+    upper_cost,
+)
 from ..ledger.store import Account, Release
 from ..model.describe import SEEDED_RECORD
 from ..plan.autoplan import PLACE_EXTENT_KM
@@ -38,8 +47,9 @@ EXAMPLES = """examples:
   # a lifetime budget of epsilon = 5 for the dataset 'cabs'
   dpdbscan ledger init budget.ledger --dataset cabs --epsilon 5
 
-  # person level: a lifetime (epsilon, delta) per cab, for fits with --unit cab
-  dpdbscan ledger init budget.ledger --dataset cabs-people --epsilon 2 --delta 1e-6 --unit cab
+  # person level: a lifetime (epsilon, delta) per cab, for fits with --unit cab, counted by
+  # zCDP (rho's add: many Gaussian fits cost less than by the default basic composition)
+  dpdbscan ledger init budget.ledger --dataset people --epsilon 2 --delta 1e-6 --unit cab --accounting zcdp
 
   # every fit charges it; the sixth at epsilon = 1 is refused (exit status 2)
   dpdbscan fit "$DPDBSCAN_DATA/cabs_tiny.csv.gz" --header --geo --bounds -122.48 37.72 -122.38 37.82 \\
@@ -52,7 +62,7 @@ EXAMPLES = """examples:
   # plan: the epsilon of each of 52 weekly fits within what the budget has left (nothing spent)
   dpdbscan forecast --geo --bounds -122.6 37.55 -122.3 37.85 --eps 200m --min-samples 30 \\
       --unit cab --max-cells-per-unit 50 --delta 1e-6 --periods 52 \\
-      --ledger budget.ledger --dataset cabs-people
+      --ledger budget.ledger --dataset people
 """
 
 
@@ -85,6 +95,15 @@ _OPTIONS: dict[str, dict[str, dict[str, Any]]] = {
             "help": "a budget per person: each value of this column (as fit's --unit) is protected "
             "for its lifetime, and only releases with --unit COLUMN are charged to it. Default: a "
             "budget per row (event level), for releases without --unit",
+        },
+        "--accounting": {
+            "choices": ACCOUNTINGS,
+            "default": "basic",
+            "help": "the rule that admits releases, fixed for the dataset's lifetime (valid however "
+            "each release is chosen after the others): basic (default; epsilons add, deltas add; every "
+            "kind of release) or zcdp (while all releases are pure their epsilons add, else their "
+            "zCDP rho's add against the budget's, converted once: many Gaussian releases cost less; a "
+            "release on the stability histogram is refused)",
         },
         "--unit-from": {
             "choices": UNIT_FROM,
@@ -130,10 +149,12 @@ def cmd_ledger(args: argparse.Namespace, sink: WarningSink) -> int:
         if args.unit is not None and args.unit_from is not None:
             raise ValueError("ledger init: --unit COLUMN or --unit-from file|folder, not both")
         unit = args.unit if args.unit_from is None else LEDGER_UNIT[args.unit_from]
-        led = Ledger.create(args.ledger, args.dataset, args.epsilon, args.delta, unit=unit)
+        led = Ledger.create(
+            args.ledger, args.dataset, args.epsilon, args.delta, unit=unit, accounting=args.accounting
+        )
         print(
             f"ledger {led.path}: dataset {led.dataset!r} registered with a lifetime budget of "
-            f"epsilon={args.epsilon:g}, delta={args.delta:g} {_per(unit)}"
+            f"epsilon={args.epsilon:g}, delta={args.delta:g} {_per(unit)}, accounting {args.accounting}"
         )
         return EXIT_OK
     if args.dataset is not None:
@@ -187,7 +208,8 @@ def account_lines(a: Account) -> list[str]:
         counted += f", of which {unfinished} reserved and never finished and {failed} failed, all counted"
     lines = [
         f"dataset {a.dataset!r}: lifetime budget epsilon={a.epsilon:g}, delta={a.delta:g} "
-        + _per(a.unit_column),
+        + _per(a.unit_column)
+        + f", accounting {a.accounting}",
         f"  spent    : epsilon={s.epsilon:.6g}, delta={s.delta:.3g} by {s.method} ({counted})",
     ]
     beside = ""

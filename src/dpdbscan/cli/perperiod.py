@@ -8,9 +8,11 @@ budget and releases are public facts (what it holds, each planned series at
 its whole plan, is what the N releases must fit beside). Each release's cost
 is the one ``fit`` would reserve for these options
 (:func:`dpdbscan.cli.ledger.cost_in_box`), and the N of them are composed by
-the ledger's own rule (:func:`dpdbscan.ledger.largest_repeated`): under zCDP
-rho's add and the total is converted once, so the epsilon per period is not
-the lifetime epsilon over N.
+the ledger's own rule (:func:`dpdbscan.ledger.largest_repeated`): with a
+ledger, by its dataset's accounting (a privacy filter: the N fits may be
+chosen one after another); without one, as N releases fixed in advance
+(:func:`dpdbscan.ledger.compose_fixed`). Under zCDP rho's add and the total is
+converted once, so the epsilon per period is not the lifetime epsilon over N.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ledger import Cost, Ledger, compose, largest_repeated
+from ..ledger import Cost, Ledger, compose, compose_fixed, largest_repeated
 from ..params.validation import check_positive
 from .common import ArgTarget
 from .ledger import cost_in_box
@@ -159,21 +161,22 @@ def plan_periods(
             "--periods N plans N separate releases (places found again each period); --per plans one "
             "series (places found once, counted each period) at its own lifetime budget: give one"
         )
-    life_eps, life_delta, held, source = _lifetime(req, p["delta"])
+    life_eps, life_delta, held, source, accounting = _lifetime(req, p["delta"])
     units = p["max_cells_per_unit"] is not None
     n = int(req.periods)
 
     def cost_at(e: float) -> Cost:
         return cost_in_box({**p, "epsilon": e}, lower, upper, units=units, geo=geo)
 
-    each = round_down(largest_repeated(held, cost_at, n, life_eps, life_delta))
+    each = round_down(largest_repeated(held, cost_at, n, life_eps, life_delta, accounting))
     if each <= 0:
         raise ValueError(
             f"no release of these options fits {n} times within the lifetime budget (epsilon={life_eps:g}, "
             f"delta={life_delta:g}) {source}: each release's delta ({p['delta']:g}) or what the ledger "
             "already holds leaves nothing"
         )
-    total = compose([*held, *[cost_at(each)] * n], life_delta)
+    costs = [*held, *[cost_at(each)] * n]
+    total = compose_fixed(costs, life_delta) if accounting is None else compose(costs, life_delta, accounting)
     # basic composition alone: the epsilons add, and so do the deltas
     basic = None
     if life_delta - math.fsum(c.delta for c in held) - n * cost_at(each).delta >= 0:
@@ -183,17 +186,19 @@ def plan_periods(
     )
 
 
-def _lifetime(req: PeriodsRequest, delta: float) -> tuple[float, float, tuple[Cost, ...], str]:
-    """The lifetime (epsilon, delta), what it already holds and where it
-    comes from: ``--lifetime-epsilon`` (``--lifetime-delta``, default the
-    release's ``delta``) or a ledger's dataset."""
+def _lifetime(req: PeriodsRequest, delta: float) -> tuple[float, float, tuple[Cost, ...], str, str | None]:
+    """The lifetime (epsilon, delta), what it already holds, where it comes
+    from and its accounting: ``--lifetime-epsilon`` (``--lifetime-delta``,
+    default the release's ``delta``; None: N releases fixed in advance) or a
+    ledger's dataset (its accounting)."""
     if req.ledger is not None or req.dataset is not None:
         if req.ledger is None or req.dataset is None:
             raise ValueError("--ledger and --dataset go together: the ledger and the dataset to plan in")
         if req.lifetime_epsilon is not None or req.lifetime_delta is not None:
             raise ValueError("the lifetime budget is the ledger's: give --ledger or --lifetime-epsilon")
         account = Ledger(req.ledger, req.dataset).account()
-        return account.epsilon, account.delta, account.held_costs, f"of {req.dataset!r} in {req.ledger}"
+        where = f"of {req.dataset!r} in {req.ledger}, accounting {account.accounting!r}"
+        return account.epsilon, account.delta, account.held_costs, where, account.accounting
     if req.lifetime_epsilon is None:
         raise ValueError(
             "--periods N needs the lifetime budget: --lifetime-epsilon E, or --ledger and --dataset"
@@ -202,7 +207,7 @@ def _lifetime(req: PeriodsRequest, delta: float) -> tuple[float, float, tuple[Co
     life_delta = delta if req.lifetime_delta is None else float(req.lifetime_delta)
     if not 0 <= life_delta < 1:
         raise ValueError(f"--lifetime-delta must be in [0, 1), got {life_delta:g}")
-    return life_eps, life_delta, (), ""
+    return life_eps, life_delta, (), "", None
 
 
 __all__ = ["PeriodPlan", "PeriodsRequest", "add_arguments", "plan_periods", "round_down"]

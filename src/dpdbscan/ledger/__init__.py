@@ -8,11 +8,14 @@ budgets, each release's public parameters and cost, the files written).
 from __future__ import annotations
 
 from .composition import (
+    ACCOUNTINGS,
     BASIC,
     ZCDP,
+    ZCDP_FILTER,
     Cost,
     Total,
     compose,
+    compose_fixed,
     largest_repeated,
     pure,
     release_cost,
@@ -21,8 +24,10 @@ from .composition import (
 from .store import SCHEMA_VERSION, Account, Ledger, Release, Reservation, read_ledger
 
 __all__ = [
+    "ACCOUNTINGS",
     "BASIC",
     "ZCDP",
+    "ZCDP_FILTER",
     "SCHEMA_VERSION",
     "Account",
     "Cost",
@@ -31,6 +36,7 @@ __all__ = [
     "Reservation",
     "Total",
     "compose",
+    "compose_fixed",
     "largest_repeated",
     "pure",
     "read_ledger",

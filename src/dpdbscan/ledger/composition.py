@@ -13,35 +13,46 @@ total is converted to (epsilon, delta) once):
   event zCDP cannot express (no finite Renyi divergence). It has a stated
   (epsilon, delta) and nothing else: :attr:`Cost.rho` is None.
 
-The total of the releases ``Z`` that are zCDP and ``A`` that are not is the
-tighter of two valid statements:
+An analyst picks each release after seeing the earlier ones, so the ledger's
+rule is a *privacy filter* (Rogers, Roth, Ullman and Vadhan, "Privacy
+Odometers and Filters", 2016): a release is admitted while the rule holds for
+the releases with it, and the lifetime budget must bound the whole adaptively
+chosen sequence. Each dataset's rule is fixed, publicly, when its budget is
+registered (its *accounting*, :data:`ACCOUNTINGS`), and never chosen later:
 
-* **basic composition**: ``(sum epsilon_i, sum delta_i)`` over all releases;
-* **zCDP, plus basic composition for the others**: the releases of ``Z``
-  together are ``sum rho_i``-zCDP, hence ``(epsilon_Z, delta_Z)``-DP with
-  ``epsilon_Z = epsilon_for(sum rho_i, delta_Z)`` (the tight conversion,
-  :func:`dpdbscan.laws.zcdp.epsilon_for`); composed with ``A`` by basic
-  composition, the whole is ``(epsilon_Z + sum_A epsilon_j, delta_Z +
-  sum_A delta_j)``-DP. The ledger spends the lifetime delta on it:
-  ``delta_Z = delta_budget - sum_A delta_j``, so the statement is at the
-  ledger's delta. It needs ``delta_budget > sum_A delta_j`` (a pure
-  lifetime budget, delta = 0, never converts from zCDP).
+* ``"basic"`` (the default; every kind of release): admitted while
+  ``sum epsilon_i <= epsilon_budget`` and ``sum delta_i <= delta_budget``.
+  Basic composition is a valid filter (Rogers et al. 2016).
+* ``"zcdp"`` (releases that are zCDP only; a stability release is refused):
+  admitted while **either** every release is pure and ``sum epsilon_i <=
+  epsilon_budget`` (pure releases: the privacy loss is at most that sum on
+  every outcome), **or** ``sum rho_i <= rho_budget``, the largest rho whose
+  tight conversion (Canonne, Kamath and Steinke 2020) at ``delta_budget`` is
+  within ``epsilon_budget``. The second alone is a valid filter (Feldman and
+  Zrnic, "Individual Privacy Accounting via a Renyi Filter", 2021: the
+  stopped sequence is rho_budget-zCDP, as it bounds every Renyi order at
+  once); the union with the first stays one at the same delta, because on
+  the outcomes the first admits the loss never exceeds epsilon_budget
+  (docs/privacy.md, "The ledger's rule is a privacy filter").
 
-Both are valid, so the smaller epsilon of those whose delta fits the lifetime
-delta is the total; :attr:`Total.method` names it. Neither statement relies on
-approximate zCDP (Bun and Steinke's Section 8); that would also count the
-stability releases in zCDP, and is left out on purpose: the rule here is
-basic composition of DP mechanisms, one of which is a zCDP bundle.
+:func:`compose` states the total by the dataset's accounting;
+:func:`compose_fixed` states it for releases fixed in advance (the smaller of
+basic composition and zCDP plus basic composition for the others), valid
+only when no release was chosen after seeing another's output: a series'
+planned rows, a plan of N releases printed by ``forecast --periods``.
 
-Monotone: adding a release never lowers either statement, so never lowers
-the total. Hence refusing the release whose total would exceed the budget is
-the same as checking each prefix.
+Monotone: adding a release never lowers any statement, so never lowers the
+total, and a release that does not fit never will beside the same others.
 
 References
 ----------
 Bun and Steinke, "Concentrated Differential Privacy: Simplifications,
 Extensions, and Lower Bounds", TCC 2016 (arXiv:1605.02065). Canonne, Kamath
 and Steinke, "The Discrete Gaussian for Differential Privacy", NeurIPS 2020.
+Rogers, Roth, Ullman and Vadhan, "Privacy Odometers and Filters: Pay-as-you-Go
+Composition", NeurIPS 2016. Feldman and Zrnic, "Individual Privacy Accounting
+via a Renyi Filter", NeurIPS 2021. Whitehouse, Ramdas, Rogers and Wu,
+"Fully-Adaptive Composition in Differential Privacy", ICML 2023.
 """
 
 from __future__ import annotations
@@ -58,7 +69,15 @@ from ..params.specs import ReleaseInfo, ReleaseSpec
 TOLERANCE = 1e-12
 
 BASIC = "basic composition"
+#: The statement of :func:`compose_fixed` through zCDP (releases fixed in advance).
 ZCDP = "zCDP (rho adds), basic composition for the releases that are not zCDP"
+#: The statement of :func:`compose` through zCDP (a dataset whose accounting is "zcdp").
+ZCDP_FILTER = "zCDP (rho adds, converted once)"
+#: What :func:`compose` names when a release cannot be counted by the accounting.
+NOT_ZCDP = "not admitted: a release that is not zCDP under the accounting 'zcdp'"
+#: The accounting of a dataset, fixed when its budget is registered: its
+#: ledger rule (see the module's docstring).
+ACCOUNTINGS = ("basic", "zcdp")
 
 
 @dataclass(frozen=True)
@@ -130,12 +149,13 @@ class Total:
     epsilon, delta : float
         The total, stated by ``method``.
     method : str
-        :data:`BASIC` or :data:`ZCDP`.
+        :data:`BASIC`, :data:`ZCDP_FILTER` (:func:`compose`, accounting
+        "zcdp"), :data:`ZCDP` (:func:`compose_fixed`) or :data:`NOT_ZCDP`.
     basic : tuple (epsilon, delta)
         The statement by basic composition.
     zcdp : tuple (epsilon, delta) or None
-        The statement through zCDP (None: no zCDP release, or no delta left
-        to convert with).
+        The statement through zCDP (None: not counted so, no zCDP release, or
+        no delta to convert with).
     rho : float
         The rho of the releases that are zCDP.
     """
@@ -148,9 +168,49 @@ class Total:
     rho: float
 
 
-def compose(costs: Sequence[Cost], delta_budget: float) -> Total:
-    """The total of ``costs`` against a lifetime delta ``delta_budget``
-    (see the module's docstring for the rule)."""
+def check_accounting(accounting: object) -> str:
+    """``accounting`` if it is one of :data:`ACCOUNTINGS`, else ValueError."""
+    if accounting not in ACCOUNTINGS:
+        raise ValueError(f"accounting must be one of {ACCOUNTINGS}, got accounting={accounting!r}")
+    return str(accounting)
+
+
+def compose(costs: Sequence[Cost], delta_budget: float, accounting: str = "basic") -> Total:
+    """The total of ``costs`` by a dataset's ``accounting`` against its
+    lifetime delta ``delta_budget``: the ledger's rule, a privacy filter under
+    fully adaptive choice (see the module's docstring). ``fits`` of it is the
+    filter's test. Under "zcdp" a release that is not zCDP makes the total
+    infinite (method :data:`NOT_ZCDP`): it is never admitted."""
+    check_accounting(accounting)
+    basic = (math.fsum(c.epsilon for c in costs), math.fsum(c.delta for c in costs))
+    rho = math.fsum(c.rho for c in costs if c.rho is not None)
+    if accounting == "basic":
+        return Total(basic[0], basic[1], BASIC, basic, None, rho)
+    if any(c.rho is None and c.delta > 0 for c in costs):
+        return Total(math.inf, basic[1], NOT_ZCDP, basic, None, rho)
+    # pure releases without a rho (upper_cost at delta 0) are pure(epsilon)
+    rho = math.fsum(c.rho if c.rho is not None else zcdp.pure_rho(c.epsilon) for c in costs)
+    candidates: list[tuple[str, tuple[float, float]]] = []
+    if all(c.delta == 0 for c in costs):
+        candidates.append((BASIC, basic))
+    through_zcdp = None
+    if delta_budget > 0 and costs:
+        through_zcdp = (zcdp.epsilon_for(rho, delta_budget), float(delta_budget))
+        candidates.append((ZCDP_FILTER, through_zcdp))
+    if not candidates:  # pragma: no cover - only a non-pure release at delta_budget 0, refused above
+        return Total(math.inf, basic[1], NOT_ZCDP, basic, None, rho)
+    method, (epsilon, delta) = min(candidates, key=lambda ms: ms[1][0])
+    return Total(epsilon, delta, method, basic, through_zcdp, rho)
+
+
+def compose_fixed(costs: Sequence[Cost], delta_budget: float) -> Total:
+    """The total of ``costs`` fixed in advance (none chosen after seeing
+    another's output), against a lifetime delta ``delta_budget``: the smaller
+    epsilon of two valid statements, basic composition and zCDP for the
+    releases that are zCDP (converted at ``delta_budget`` less the others'
+    deltas, tight conversion) plus basic composition for the others. Not the
+    ledger's rule: for adaptively chosen releases the smaller of two valid
+    filters was not shown to be one (:func:`compose` is)."""
     basic = (math.fsum(c.epsilon for c in costs), math.fsum(c.delta for c in costs))
     in_zcdp = [c for c in costs if c.rho is not None]
     others = [c for c in costs if c.rho is None]
@@ -171,12 +231,15 @@ def fits(total: Total, epsilon_budget: float, delta_budget: float) -> bool:
     return total.epsilon <= epsilon_budget * (1 + TOLERANCE) and total.delta <= delta_budget * (1 + TOLERANCE)
 
 
-def largest_pure(costs: Sequence[Cost], epsilon_budget: float, delta_budget: float) -> float:
+def largest_pure(
+    costs: Sequence[Cost], epsilon_budget: float, delta_budget: float, accounting: str = "basic"
+) -> float:
     """The largest epsilon of one further pure epsilon-DP release that still
-    fits (0 when none does), to a relative 1e-9. Under zCDP the total is not
-    the budget minus what was spent, so this is found by bisection on
-    :func:`compose`, which is monotone in the new release's epsilon."""
-    return largest_repeated(costs, pure, 1, epsilon_budget, delta_budget)
+    fits by ``accounting`` (0 when none does), to a relative 1e-9. Under zCDP
+    the total is not the budget minus what was spent, so this is found by
+    bisection on :func:`compose`, which is monotone in the new release's
+    epsilon."""
+    return largest_repeated(costs, pure, 1, epsilon_budget, delta_budget, accounting)
 
 
 def largest_repeated(
@@ -185,21 +248,28 @@ def largest_repeated(
     n: int,
     epsilon_budget: float,
     delta_budget: float,
+    accounting: str | None = "basic",
 ) -> float:
     """The largest epsilon ``e`` such that ``n`` further releases, each
     costing ``cost_at(e)`` (the release a fit at epsilon ``e`` makes), still
-    fit beside ``costs`` (0 when none does), to a relative 1e-9: the
-    epsilon per period of ``n`` releases planned under one lifetime budget.
-    Found by bisection on :func:`compose`: under zCDP ``n`` releases cost
-    less than ``n`` times one (rho's add, the total is converted once), so
-    the answer is not the budget over ``n``."""
+    fit beside ``costs`` by ``accounting`` (0 when none does), to a relative
+    1e-9: the epsilon per period of ``n`` releases planned under one lifetime
+    budget. ``accounting`` None: by :func:`compose_fixed` (releases fixed in
+    advance, not charged to a ledger). Found by bisection: under zCDP ``n``
+    releases cost less than ``n`` times one (rho's add, the total is
+    converted once), so the answer is not the budget over ``n``."""
     if n < 1:
         raise ValueError(f"the number of releases must be at least 1, got {n!r}")
 
-    def ok(e: float) -> bool:
-        return fits(compose([*costs, *[cost_at(e)] * n], delta_budget), epsilon_budget, delta_budget)
+    def total(cs: Sequence[Cost]) -> Total:
+        return (
+            compose_fixed(cs, delta_budget) if accounting is None else compose(cs, delta_budget, accounting)
+        )
 
-    if not fits(compose(costs, delta_budget), epsilon_budget, delta_budget):
+    def ok(e: float) -> bool:
+        return fits(total([*costs, *[cost_at(e)] * n]), epsilon_budget, delta_budget)
+
+    if not fits(total(costs), epsilon_budget, delta_budget):
         return 0.0
     if ok(epsilon_budget):
         return epsilon_budget
@@ -213,11 +283,16 @@ def largest_repeated(
 
 
 __all__ = [
+    "ACCOUNTINGS",
     "BASIC",
+    "NOT_ZCDP",
     "ZCDP",
+    "ZCDP_FILTER",
     "Cost",
     "Total",
+    "check_accounting",
     "compose",
+    "compose_fixed",
     "fits",
     "largest_pure",
     "largest_repeated",

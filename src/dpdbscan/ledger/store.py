@@ -1,16 +1,20 @@
 """The ledger file: each dataset's lifetime budget and every release against it.
 
 An SQLite database (the standard library's :mod:`sqlite3`: one file, no
-server) with these tables (schema version 1):
+server) with these tables (schema version 2):
 
 * ``schema_version(version, applied)``: the versions applied, one row each;
   a later version adds tables or nullable columns and a row here (a reader
   refuses a file newer than it knows);
-* ``datasets(name, epsilon, delta, unit, unit_column, created)``: the
-  lifetime budget of each dataset and the privacy unit it protects (each row,
-  "event"; or each person, "person", named by ``unit_column``), registered
-  once (``dpdbscan ledger init``) and never changed. Every release charged to
-  it must protect the same unit: a budget is a statement about one unit;
+* ``datasets(name, epsilon, delta, unit, unit_column, created, accounting)``:
+  the lifetime budget of each dataset, the privacy unit it protects (each
+  row, "event"; or each person, "person", named by ``unit_column``) and its
+  accounting ("basic" or "zcdp": the rule that admits releases, a privacy
+  filter, :mod:`.composition`), registered once (``dpdbscan ledger init``)
+  and never changed. Every release charged to it must protect the same unit:
+  a budget is a statement about one unit. Version 2 added ``accounting``; a
+  file of version 1 opens, its datasets counted by "basic" (NULL), and is
+  brought to version 2 when a dataset is next registered in it;
 * ``series(id, dataset, created, plan)``: a planned series of releases (a
   horizon cut into periods under one lifetime budget; ``plan`` is its public
   plan as JSON), written by :meth:`Ledger.reserve_series` (``fit --per ...
@@ -56,9 +60,9 @@ from typing import Any
 
 from ..exceptions import BudgetExceeded, LedgerError
 from ..files.tracefolder import unit_option, unit_words
-from .composition import Cost, Total, compose, fits, largest_pure
+from .composition import NOT_ZCDP, Cost, Total, check_accounting, compose, compose_fixed, fits, largest_pure
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: SQLite's application_id of a ledger file ("dpdL").
 APPLICATION_ID = 0x6470644C
 FORMAT = "dpdbscan-ledger"
@@ -79,7 +83,8 @@ CREATE TABLE datasets (
     delta REAL NOT NULL CHECK (delta >= 0 AND delta < 1),
     unit TEXT NOT NULL CHECK (unit IN ('person', 'event')),
     unit_column TEXT,
-    created TEXT NOT NULL
+    created TEXT NOT NULL,
+    accounting TEXT CHECK (accounting IS NULL OR accounting IN ('basic', 'zcdp'))
 );
 CREATE TABLE series (
     id INTEGER PRIMARY KEY,
@@ -162,6 +167,7 @@ class Account:
     unit, unit_column : str, str or None
         What the budget protects: "event" (each row) or "person" (each
         value of ``unit_column``).
+    created : str
     spent : Total
         The releases' total (:func:`.composition.compose`).
     remaining_epsilon : float
@@ -179,6 +185,9 @@ class Account:
         What ``held`` composes: every release's cost, each planned series'
         whole plan in place of its releases (what a plan of further releases
         must fit beside).
+    accounting : str
+        The dataset's rule, fixed when it was registered: "basic" or "zcdp"
+        (:func:`.composition.compose`).
     """
 
     dataset: str
@@ -193,6 +202,7 @@ class Account:
     held: Total | None = None
     periods_to_come: dict[int, int] = field(default_factory=dict)
     held_costs: tuple[Cost, ...] = ()
+    accounting: str = "basic"
 
     def to_dict(self) -> dict[str, Any]:
         s = self.spent
@@ -203,6 +213,7 @@ class Account:
             "unit": self.unit,
             "unit_column": self.unit_column,
             "created": self.created,
+            "accounting": self.accounting,
             "spent": {
                 "epsilon": s.epsilon,
                 "delta": s.delta,
@@ -348,11 +359,20 @@ class _Budget:
     unit: str
     unit_column: str | None
     created: str
+    accounting: str = "basic"
+
+
+def _has_accounting(con: sqlite3.Connection) -> bool:
+    """Whether the file's ``datasets`` has the column ``accounting`` (schema
+    version 2; a file of version 1 has not, its datasets count by "basic")."""
+    return "accounting" in {r[1] for r in con.execute("PRAGMA table_info(datasets)")}
 
 
 def _budget(con: sqlite3.Connection, path: Path, dataset: str) -> _Budget:
+    accounting = "accounting" if _has_accounting(con) else "NULL"
     row = con.execute(
-        "SELECT epsilon, delta, unit, unit_column, created FROM datasets WHERE name = ?", (dataset,)
+        f"SELECT epsilon, delta, unit, unit_column, created, {accounting} FROM datasets WHERE name = ?",
+        (dataset,),
     ).fetchone()
     if row is None:
         known = [r[0] for r in con.execute("SELECT name FROM datasets ORDER BY name")]
@@ -361,7 +381,7 @@ def _budget(con: sqlite3.Connection, path: Path, dataset: str) -> _Budget:
             f"the ledger {path} has no dataset {dataset!r} (it has: {listed}); register it with "
             f"'dpdbscan ledger init {path} --dataset {dataset} --epsilon E'"
         )
-    return _Budget(float(row[0]), float(row[1]), str(row[2]), row[3], str(row[4]))
+    return _Budget(float(row[0]), float(row[1]), str(row[2]), row[3], str(row[4]), row[5] or "basic")
 
 
 def _check_unit(b: _Budget, path: Path, dataset: str, unit: str, unit_column: str | None) -> None:
@@ -414,14 +434,34 @@ def _held(releases: Sequence[Release], plans: Mapping[int, Mapping[str, Any]]) -
     return [r.cost for r in releases if r.series_id not in planned] + list(planned.values())
 
 
+def _spent(releases: Sequence[Release], plans: Mapping[int, Mapping[str, Any]]) -> list[Cost]:
+    """What the dataset's releases spent, as the entries the ledger's rule
+    composes: every release's cost, except that the releases of a planned
+    series count as one entry, what its plan's rows released so far cost
+    together (fixed in advance by the plan: :func:`.composition.compose_fixed`
+    at the plan's delta, rho's added), never more than its whole plan
+    (:func:`_held`). A series' periods are not separate choices: its plan
+    fixed them, and the ledger refuses rows beyond its rho."""
+    planned = {sid: c for sid, p in plans.items() if (c := _plan_cost(p)) is not None}
+    out = [r.cost for r in releases if r.series_id not in planned]
+    for sid, whole in planned.items():
+        rows = [r.cost for r in releases if r.series_id == sid]
+        if not rows:
+            continue
+        fixed = compose_fixed(rows, whole.delta)
+        rho = None if any(c.rho is None for c in rows) else math.fsum(c.rho or 0.0 for c in rows)
+        delta = whole.delta if any(c.delta > 0 for c in rows) else 0.0
+        out.append(Cost(min(fixed.epsilon, whole.epsilon), delta, rho))
+    return out
+
+
 def _account(con: sqlite3.Connection, path: Path, dataset: str) -> Account:
     b = _budget(con, path, dataset)
     releases = _releases(con, dataset)
-    costs = [r.cost for r in releases]
-    spent = compose(costs, b.delta)
     plans = _plans(con, dataset)
+    spent = compose(_spent(releases, plans), b.delta, b.accounting)
     held = _held(releases, plans)
-    left = largest_pure(held, b.epsilon, b.delta)
+    left = largest_pure(held, b.epsilon, b.delta, b.accounting)
     to_come = _periods_to_come(releases, plans)
     return Account(
         dataset,
@@ -433,9 +473,10 @@ def _account(con: sqlite3.Connection, path: Path, dataset: str) -> Account:
         spent,
         left,
         releases,
-        held=compose(held, b.delta),
+        held=compose(held, b.delta, b.accounting),
         periods_to_come=to_come,
         held_costs=tuple(held),
+        accounting=b.accounting,
     )
 
 
@@ -485,6 +526,7 @@ class Ledger:
         epsilon: float,
         delta: float = 0.0,
         unit: str | None = None,
+        accounting: str = "basic",
     ) -> Ledger:
         """Register ``dataset`` with a lifetime budget (epsilon, delta) in the
         ledger at ``path``, making the file if there is none. A dataset is
@@ -494,9 +536,17 @@ class Ledger:
         the name of the privacy unit (the unit column, such as "cab"), each
         person. Every release charged must protect the same unit.
 
+        ``accounting``: the rule that admits releases, a privacy filter under
+        fully adaptive choice, fixed here for the dataset's lifetime:
+        "basic" (basic composition; every kind of release) or "zcdp" (pure
+        releases by basic composition while all are pure, else rho's add
+        against the budget's rho; a release that is not zCDP, on the
+        stability histogram, is refused). See :mod:`.composition`.
+
         Raises LedgerError when ``path`` exists and is not a ledger, or the
         dataset is already registered."""
         dataset = _check_name(dataset)
+        accounting = check_accounting(accounting)
         if unit is not None:
             unit = _check_name(unit, "unit")
         eps, dlt = float(epsilon), float(delta)
@@ -519,14 +569,21 @@ class Ledger:
                     con.execute("INSERT INTO schema_version VALUES (?, ?)", (SCHEMA_VERSION, _now()))
                 else:
                     _check_format(con, p)
+                    if not _has_accounting(con):  # version 1: its datasets stay NULL, "basic"
+                        con.execute(
+                            "ALTER TABLE datasets ADD COLUMN accounting TEXT CHECK "
+                            "(accounting IS NULL OR accounting IN ('basic', 'zcdp'))"
+                        )
+                        con.execute("INSERT INTO schema_version VALUES (?, ?)", (SCHEMA_VERSION, _now()))
                 if con.execute("SELECT 1 FROM datasets WHERE name = ?", (dataset,)).fetchone():
                     raise LedgerError(
                         f"the ledger {p} already has the dataset {dataset!r}: a lifetime budget is "
                         "registered once and never reset"
                     )
                 con.execute(
-                    "INSERT INTO datasets VALUES (?, ?, ?, ?, ?, ?)",
-                    (dataset, eps, dlt, "event" if unit is None else "person", unit, _now()),
+                    "INSERT INTO datasets (name, epsilon, delta, unit, unit_column, created, accounting) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (dataset, eps, dlt, "event" if unit is None else "person", unit, _now(), accounting),
                 )
         except sqlite3.DatabaseError as exc:
             raise LedgerError(f"{p} is not a dpdbscan ledger, or is corrupt ({exc})") from None
@@ -581,8 +638,11 @@ class Ledger:
                 row = con.execute("SELECT dataset FROM series WHERE id = ?", (series_id,)).fetchone()
                 if row is None or row[0] != self.dataset:
                     raise LedgerError(f"the ledger {self.path} has no series {series_id} of {self.dataset!r}")
-            total = self._check_fits(con, b, [cost])
+            self._check_fits(con, b, [cost])
             rid = self._insert(con, cost, command, text, unit, unit_column, series_id, period)
+            total = compose(
+                _spent(_releases(con, self.dataset), _plans(con, self.dataset)), b.delta, b.accounting
+            )
         return Reservation(self, rid, cost, total)
 
     def _check_fits(
@@ -594,19 +654,31 @@ class Ledger:
         check: Sequence[Cost] | None = None,
         append: bool = False,
     ) -> Total:
-        """The dataset's total spent with ``new`` added, or BudgetExceeded
+        """What the budget holds with ``new`` added, or BudgetExceeded
         when ``check`` (default ``new``; a new series: its whole plan) does not
         fit beside what the budget holds: every release, each planned series
         at its whole plan's cost (:func:`_held`), so that no other release
         takes what a series' periods to come need. An ``append`` to a series
-        is checked beside what was spent (its plan is what it draws on)."""
+        adds nothing to what is held: its plan, held whole, is what it draws
+        on."""
         releases = _releases(con, self.dataset)
         costs = [r.cost for r in releases]
         plans = _plans(con, self.dataset)
-        held = costs if append else _held(releases, plans)
-        total = compose([*held, *(new if check is None else check)], b.delta)
+        # an append's rows are inside its series' plan, held whole already
+        # (reserve_series refuses rows beyond the plan's rho)
+        held = _held(releases, plans)
+        added = [] if append else list(new if check is None else check)
+        total = compose([*held, *added], b.delta, b.accounting)
+        if total.method == NOT_ZCDP:
+            raise BudgetExceeded(
+                f"the ledger {self.path} refuses this release: dataset {self.dataset!r} is counted by "
+                "zCDP (accounting 'zcdp', fixed when it was registered), and this release is not zCDP "
+                "(a release on the stability histogram, or one whose histogram is not known before the "
+                "data are read): choose --histogram dense or sparse, or give the box with --columns. "
+                + NOTHING_READ
+            )
         if not fits(total, b.epsilon, b.delta):
-            before = compose(held, b.delta)
+            before = compose(held, b.delta, b.accounting)
             shown = new if check is None else check
             eps = math.fsum(c.epsilon for c in shown)
             dlt = math.fsum(c.delta for c in shown)
@@ -626,7 +698,7 @@ class Ledger:
                 f"{before.method}; with {this} at (epsilon={eps:g}, delta={dlt:g}) "
                 f"the total would be (epsilon={total.epsilon:.6g}, delta={total.delta:.3g}). " + NOTHING_READ
             )
-        return compose([*costs, *new], b.delta)
+        return total
 
     def _insert(
         self,
@@ -693,7 +765,7 @@ class Ledger:
                 recorded = dict(plan)
                 # the whole plan must fit beside what the budget holds, before it is recorded
                 whole = _plan_cost(recorded)
-                total = self._check_fits(con, b, costs, check=None if whole is None else [whole])
+                self._check_fits(con, b, costs, check=None if whole is None else [whole])
                 cur = con.execute(
                     "INSERT INTO series (dataset, created, plan) VALUES (?, ?, ?)",
                     (self.dataset, _now(), json.dumps(recorded, sort_keys=True, default=str)),
@@ -727,8 +799,11 @@ class Ledger:
                     f"rho={spent_rho:.6g}. " + NOTHING_READ
                 )
             if plan is None:
-                total = self._check_fits(con, b, costs, append=True)
+                self._check_fits(con, b, costs, append=True)
             rids = [self._insert(con, c, command, text, "person", unit_column, sid, p) for p, c in charges]
+            total = compose(
+                _spent(_releases(con, self.dataset), _plans(con, self.dataset)), b.delta, b.accounting
+            )
         return sid, [Reservation(self, rid, c, total) for rid, c in zip(rids, costs)]
 
     def add_series(self, plan: Mapping[str, Any]) -> int:
