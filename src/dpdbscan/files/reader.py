@@ -1068,8 +1068,9 @@ def _read_database(
 
     def blocks() -> Iterator[Block]:
         for rows in table.chunks(exprs):
-            ids = [r[at - 1] for r in rows] if unit_type is not None else None
-            more = [[r[at + k] for r in rows] for k in range(len(extra))]
+            # a TEXT value that is not UTF-8 is no unit, time or status: missing
+            ids = sqlitefile.no_text([r[at - 1] for r in rows]) if unit_type is not None else None
+            more = [sqlitefile.no_text([r[at + k] for r in rows]) for k in range(len(extra))]
             if layer is None:
                 yield (*sqlitefile.coordinates(rows, affs), ids, more)
             else:
@@ -1143,7 +1144,7 @@ def _database_column(path: Path, fmt: FileFormat, options: ReadOptions, column: 
         j = _companion_index(table.names, column, where)
         expr, arrow = sqlitefile.companion_expr(table.names[j], table.affinity(j))
         kind = pa.type_for_alias(arrow)
-        chunks = [pa.array(next(iter(zip(*rows))), type=kind) for rows in table.chunks([expr])]
+        chunks = [pa.array(sqlitefile.no_text([r[0] for r in rows]), type=kind) for rows in table.chunks([expr])]
     finally:
         con.close()
     return pa.chunked_array(chunks, type=kind)

@@ -25,6 +25,12 @@ values never decide how a value is read: the declared type's affinity
 * A time or status column (``--time``, ``--trip-ends``): INTEGER as int64,
   REAL as float64, anything else as the text of its value (ISO times,
   ``free``/``hired``), parsed value by value downstream.
+* SQLite does not check that a TEXT value is UTF-8 (a C program, another
+  driver or ``CAST(x'ff' AS TEXT)`` stores any bytes). Such a value is
+  fetched as :class:`NotText` and read as no value of any kind: a
+  coordinate that is not a number, no unit, no time or status; its row
+  alone is dropped. (Python's own decoding refused it while the rows were
+  fetched, and the whole read failed on that one row.)
 
 Rows are fetched :data:`CHUNK` at a time, so memory holds one chunk of
 Python values beside the float64 result, whatever the table's size. No
@@ -48,6 +54,27 @@ from .records import NULL_VALUES, coerce_binary
 CHUNK = 1 << 16
 
 _QUERY_VIEW = "dpdbscan_query"
+
+
+class NotText(bytes):
+    """The bytes of a TEXT value that are not UTF-8 (SQLite does not check
+    them): no value of any kind, read as missing (a coordinate: not a
+    number). Never decoded, never quoted."""
+
+
+def _text(raw: bytes) -> str | NotText:
+    """The connection's ``text_factory`` while rows are fetched: a TEXT
+    value's text, or :class:`NotText` when its bytes are not UTF-8 (so that
+    one value never fails the fetch of the others)."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return NotText(raw)
+
+
+def no_text(values: Sequence[Any]) -> list[Any]:
+    """``values`` fetched from a table, each :class:`NotText` as None."""
+    return [None if isinstance(v, NotText) else v for v in values]
 
 
 def connect(path: Path | str) -> sqlite3.Connection:
@@ -179,7 +206,11 @@ class Table:
 
     def chunks(self, exprs: Sequence[str]) -> Iterator[list[tuple[Any, ...]]]:
         """The rows of ``exprs`` (SQL expressions over the columns), in the
-        table's order, :data:`CHUNK` rows at a time."""
+        table's order, :data:`CHUNK` rows at a time. A TEXT value that is
+        not UTF-8 comes as :class:`NotText` (read by the callers as no
+        value, :func:`no_text`): one value never fails the fetch."""
+        before = self.con.text_factory
+        self.con.text_factory = _text
         try:
             cur = self.con.execute(f"SELECT {', '.join(exprs)} FROM {self._from}")
             while True:
@@ -189,6 +220,8 @@ class Table:
                 yield rows
         except sqlite3.Error:
             raise cannot_read(self.where) from None
+        finally:
+            self.con.text_factory = before
 
 
 # --------------------------------------------------------------------------- #
@@ -261,7 +294,9 @@ def coordinates(rows: Sequence[tuple[Any, ...]], affinities: Sequence[str]) -> t
     bad = np.array(columns[d], dtype=bool)
     for j, aff in enumerate(affinities):
         if aff == "text":
-            X[:, j], unparseable = coerce_binary(pa.array(columns[j], type=pa.string()))
+            # a value that is not UTF-8 (NotText) is present and not a number
+            bad |= np.fromiter((isinstance(v, NotText) for v in columns[j]), dtype=bool, count=len(rows))
+            X[:, j], unparseable = coerce_binary(pa.array(no_text(columns[j]), type=pa.string()))
             bad |= unparseable
         else:
             X[:, j] = np.array(columns[j], dtype=np.float64)
@@ -275,6 +310,7 @@ def bad_expr(flags: Sequence[str]) -> str:
 
 __all__ = [
     "CHUNK",
+    "NotText",
     "Table",
     "UNIT_KINDS",
     "affinity",
@@ -284,6 +320,7 @@ __all__ = [
     "coordinate_exprs",
     "bad_expr",
     "coordinates",
+    "no_text",
     "quote",
     "tables_of",
     "unit_expr",
