@@ -330,7 +330,9 @@ def _text_people(tmp_path, bad: str | None, name: str):
     for u in range(150):
         pos = rng.uniform(2, 8, 2)
         for k in range(30):
-            here = np.array([3.0, 3.0]) + rng.normal(0, 0.01, 2) if 10 <= k < 21 else pos + rng.normal(0, 0.5, 2)
+            here = (
+                np.array([3.0, 3.0]) + rng.normal(0, 0.01, 2) if 10 <= k < 21 else pos + rng.normal(0, 0.5, 2)
+            )
             t = dt_text(t0 + 60 * k + u)
             rows.append((float(here[0]), float(here[1]), f"p{u}", t, repr(float(here[0]))))
     db = make_db(tmp_path / f"{name}.sqlite", "x REAL, y REAL, person TEXT, time TEXT, xt TEXT", rows)
@@ -347,7 +349,7 @@ def _text_people(tmp_path, bad: str | None, name: str):
 def dt_text(seconds: int) -> str:
     import datetime as dt
 
-    return dt.datetime.fromtimestamp(seconds, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @pytest.mark.parametrize(
@@ -385,12 +387,36 @@ def test_a_ledger_charged_release_of_a_table_with_a_non_utf8_unit_is_written(cap
     db = _text_people(tmp_path, "person", "d1")
     ledger = tmp_path / "budget.ledger"
     rc, _, err = run(
-        capsys, "ledger", "init", ledger, "--dataset", "d", "--epsilon", "5", "--delta", "1e-5", "--unit", "person"
+        capsys,
+        "ledger",
+        "init",
+        ledger,
+        "--dataset",
+        "d",
+        "--epsilon",
+        "5",
+        "--delta",
+        "1e-5",
+        "--unit",
+        "person",
     )
     assert rc == 0, err
     rc, _, err = run(
-        capsys, "fit", db, *FIT, *QUIET, "--columns", "x", "y", *UNIT, "--out-dir", tmp_path,
-        "--ledger", ledger, "--dataset", "d",
+        capsys,
+        "fit",
+        db,
+        *FIT,
+        *QUIET,
+        "--columns",
+        "x",
+        "y",
+        *UNIT,
+        "--out-dir",
+        tmp_path,
+        "--ledger",
+        ledger,
+        "--dataset",
+        "d",
     )
     assert rc == 0, err
     con = sqlite3.connect(f"file:{ledger}?mode=ro", uri=True)

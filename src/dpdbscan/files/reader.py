@@ -1144,7 +1144,9 @@ def _database_column(path: Path, fmt: FileFormat, options: ReadOptions, column: 
         j = _companion_index(table.names, column, where)
         expr, arrow = sqlitefile.companion_expr(table.names[j], table.affinity(j))
         kind = pa.type_for_alias(arrow)
-        chunks = [pa.array(sqlitefile.no_text([r[0] for r in rows]), type=kind) for rows in table.chunks([expr])]
+        chunks = [
+            pa.array(sqlitefile.no_text([r[0] for r in rows]), type=kind) for rows in table.chunks([expr])
+        ]
     finally:
         con.close()
     return pa.chunked_array(chunks, type=kind)
