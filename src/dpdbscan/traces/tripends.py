@@ -158,6 +158,12 @@ def _texts(values: Any, *, lower: bool) -> np.ndarray | None:
 
     arr = _arrow(values)
     t = arr.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        # Arrow does not check a Parquet file's text: read it as its bytes
+        # below, so that one value that is not UTF-8 is "" (no status) and
+        # fails nothing (it failed the whole fit before, round 8)
+        arr = arr.cast(pa.large_binary() if pa.types.is_large_string(t) else pa.binary())
+        t = arr.type
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
         try:
             arr = arr.cast(pa.string())
