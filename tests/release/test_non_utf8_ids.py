@@ -137,3 +137,45 @@ def test_a_parquet_trip_end_status_that_is_not_utf8_drops_its_row(capsys, tmp_pa
         assert rc == 0, err  # before: status 2, "Invalid UTF8 sequence in input"
         models.append(model_to_dict(load_model(tmp_path / f"{name}.spans.json")))
     assert models[0]["spans"] == models[1]["spans"] and models[0]["histogram"] == models[1]["histogram"]
+
+
+@pytest.mark.parametrize("prop", ["time", "s"])
+def test_a_geojson_time_or_status_with_a_lone_surrogate_drops_its_row(capsys, tmp_path, prop):
+    # JSON's "\udcff" escape is valid JSON and no UTF-8: before (round 8) the
+    # feature's time or status failed the whole read ("'utf-8' codec can't
+    # encode character '\udcff' ...", the character quoted), status 2
+    import json
+
+    rng = np.random.default_rng(2)
+    lines = []
+    for i in range(300):
+        x, y = rng.normal(2.0, 0.05, 2)
+        props = {
+            "person": f"p{i % 60}",
+            "time": f"2023-11-14T22:{i % 60:02d}:00Z",
+            "s": ["free", "hired"][i % 2],
+        }
+        lines.append(
+            json.dumps(
+                {"type": "Feature", "geometry": {"type": "Point", "coordinates": [x, y]}, "properties": props}
+            )
+        )
+    odd = {"person": "zz", "time": "2023-11-14T22:00:00Z", "s": "free", prop: "@@"}
+    extra = json.dumps(
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [2.0, 2.0]}, "properties": odd}
+    )
+    extra = extra.replace('"@@"', '"\\udcff"')
+    for name, features in (("d", lines), ("d1", [*lines, extra])):
+        (tmp_path / f"{name}.geojson").write_text(
+            '{"type": "FeatureCollection", "features": [\n' + ",\n".join(features) + "\n]}\n"
+        )
+    args = ["--bounds", "0", "0", "5", "5", "--eps", "0.3", "--min-samples", "5", "--unit", "person"]
+    args += ["--max-cells-per-unit", "3", "--delta", "1e-6", "--seed", "1", "--no-png", "--time", "time"]
+    args += ["--trip-ends", "s", "--status-values", "free", "hired"]
+    models = []
+    for name in ("d", "d1"):
+        rc, out, err = run(capsys, "fit", tmp_path / f"{name}.geojson", *args, "--out-dir", tmp_path)
+        assert rc == 0, err
+        assert "udcff" not in out + err and "codec" not in err
+        models.append(model_to_dict(load_model(tmp_path / f"{name}.spans.json")))
+    assert models[0]["spans"] == models[1]["spans"] and models[0]["histogram"] == models[1]["histogram"]
