@@ -179,3 +179,22 @@ def test_a_geojson_time_or_status_with_a_lone_surrogate_drops_its_row(capsys, tm
         assert "udcff" not in out + err and "codec" not in err
         models.append(model_to_dict(load_model(tmp_path / f"{name}.spans.json")))
     assert models[0]["spans"] == models[1]["spans"] and models[0]["histogram"] == models[1]["histogram"]
+
+
+@pytest.mark.parametrize("dtype", ["U", "S"])
+def test_a_numpy_text_column_with_a_value_that_is_not_utf8_reads_the_others(dtype):
+    from dpdbscan.traces import parse_times
+    from dpdbscan.traces.tripends import parse_status
+
+    values = ["2023-11-14T22:00:00Z", "1", "free", "hired", "true"]
+    odd = "\udcff" if dtype == "U" else b"\xff"
+    column = np.array(values, dtype=dtype)
+    with_odd = np.array([*values, odd]) if dtype == "U" else np.array([v.encode() for v in values] + [odd])
+    # before (round 8): UnicodeEncodeError / UnicodeDecodeError for the whole column
+    times = parse_times(with_odd)
+    assert np.array_equal(times[:-1], parse_times(column), equal_nan=True) and np.isnan(times[-1])
+    for codes in (None, ("free", "hired")):
+        status = parse_status(with_odd, codes)
+        assert np.array_equal(status[:-1], parse_status(column, codes), equal_nan=True) and np.isnan(
+            status[-1]
+        )

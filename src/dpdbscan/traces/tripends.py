@@ -143,7 +143,11 @@ def _arrow(values: Any) -> Any:
             # text, bytes, booleans as words; numbers are no text
             arr = pa.array(read_objects(raw)[1], type=pa.string())
         else:
-            arr = pa.array(raw.astype(str) if raw.dtype.kind == "S" else raw)
+            try:
+                arr = pa.array(raw.astype(str) if raw.dtype.kind == "S" else raw)
+            except (UnicodeError, pa.ArrowInvalid):
+                # text with a value that is no UTF-8 (bytes, a lone surrogate): each alone
+                arr = pa.array(read_objects(raw.astype(object))[1], type=pa.string())
     if pa.types.is_dictionary(arr.type):
         arr = arr.dictionary_decode()
     return arr
