@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .sqlitefile import NotText, cannot_read
+from .sqlitefile import cannot_read
 
 #: Declared geometry types whose rows may hold points (others are refused).
 POINT_TYPES = ("POINT", "GEOMETRY")
@@ -122,8 +122,7 @@ def point_of(blob: Any, srs_id: int) -> tuple[float, float] | None:
     """``(x, y)`` of a GeoPackage binary point in the SRS ``srs_id``, or
     None for anything else (missing, empty, another geometry or SRS,
     damaged). Reads the one blob alone."""
-    # a TEXT value that is not UTF-8 (NotText) is text, not a blob: no point
-    if not isinstance(blob, bytes) or isinstance(blob, NotText) or len(blob) < 8 or blob[:2] != b"GP":
+    if not isinstance(blob, bytes) or len(blob) < 8 or blob[:2] != b"GP":
         return None
     flags = blob[3]
     if flags & 0x30:  # an empty geometry, or an extended (non-standard) one

@@ -26,11 +26,12 @@ values never decide how a value is read: the declared type's affinity
   REAL as float64, anything else as the text of its value (ISO times,
   ``free``/``hired``), parsed value by value downstream.
 * SQLite does not check that a TEXT value is UTF-8 (a C program, another
-  driver or ``CAST(x'ff' AS TEXT)`` stores any bytes). Such a value is
-  fetched as :class:`NotText` and read as no value of any kind: a
-  coordinate that is not a number, no unit, no time or status; its row
-  alone is dropped. (Python's own decoding refused it while the rows were
-  fetched, and the whole read failed on that one row.)
+  driver or ``CAST(x'ff' AS TEXT)`` stores any bytes). Rows are fetched
+  with TEXT as bytes (:meth:`Table.chunks`), and a value that is not UTF-8
+  is no value of any kind: a coordinate that is not a number, no unit, no
+  time or status (:func:`text_array`); its row alone is dropped. (Python's
+  own decoding refused it while the rows were fetched, and the whole read
+  failed on that one row: round 8.)
 
 Rows are fetched :data:`CHUNK` at a time, so memory holds one chunk of
 Python values beside the float64 result, whatever the table's size. No
@@ -56,25 +57,30 @@ CHUNK = 1 << 16
 _QUERY_VIEW = "dpdbscan_query"
 
 
-class NotText(bytes):
-    """The bytes of a TEXT value that are not UTF-8 (SQLite does not check
-    them): no value of any kind, read as missing (a coordinate: not a
-    number). Never decoded, never quoted."""
-
-
-def _text(raw: bytes) -> str | NotText:
-    """The connection's ``text_factory`` while rows are fetched: a TEXT
-    value's text, or :class:`NotText` when its bytes are not UTF-8 (so that
-    one value never fails the fetch of the others)."""
+def _utf8(raw: Any) -> str | None:
+    """A fetched TEXT value's text, or None when its bytes are not UTF-8."""
+    if raw is None:
+        return None
     try:
-        return raw.decode("utf-8")
+        return bytes(raw).decode("utf-8")
     except UnicodeDecodeError:
-        return NotText(raw)
+        return None
 
 
-def no_text(values: Sequence[Any]) -> list[Any]:
-    """``values`` fetched from a table, each :class:`NotText` as None."""
-    return [None if isinstance(v, NotText) else v for v in values]
+def text_array(values: Sequence[Any], kind: Any) -> Any:
+    """A chunk of one fetched column as an Arrow array of ``kind``: text
+    (fetched as bytes, :meth:`Table.chunks`) checked as UTF-8 in one cast,
+    and only when the cast refuses, value by value, a value that is not
+    UTF-8 then missing (None); numbers as they are."""
+    import pyarrow as pa
+
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+        return pa.array(values, type=kind)
+    raw = pa.array(values, type=pa.binary())
+    try:
+        return raw.cast(kind)
+    except pa.ArrowInvalid:  # its message may quote a value: never shown
+        return pa.array([_utf8(v) for v in values], type=kind)
 
 
 def connect(path: Path | str) -> sqlite3.Connection:
@@ -206,11 +212,12 @@ class Table:
 
     def chunks(self, exprs: Sequence[str]) -> Iterator[list[tuple[Any, ...]]]:
         """The rows of ``exprs`` (SQL expressions over the columns), in the
-        table's order, :data:`CHUNK` rows at a time. A TEXT value that is
-        not UTF-8 comes as :class:`NotText` (read by the callers as no
-        value, :func:`no_text`): one value never fails the fetch."""
+        table's order, :data:`CHUNK` rows at a time. TEXT values come as
+        their bytes (SQLite does not check that they are UTF-8; Python's
+        decoding would fail the fetch on one value): :func:`text_array`
+        reads them."""
         before = self.con.text_factory
-        self.con.text_factory = _text
+        self.con.text_factory = bytes
         try:
             cur = self.con.execute(f"SELECT {', '.join(exprs)} FROM {self._from}")
             while True:
@@ -294,9 +301,8 @@ def coordinates(rows: Sequence[tuple[Any, ...]], affinities: Sequence[str]) -> t
     bad = np.array(columns[d], dtype=bool)
     for j, aff in enumerate(affinities):
         if aff == "text":
-            # a value that is not UTF-8 (NotText) is present and not a number
-            bad |= np.fromiter((isinstance(v, NotText) for v in columns[j]), dtype=bool, count=len(rows))
-            X[:, j], unparseable = coerce_binary(pa.array(no_text(columns[j]), type=pa.string()))
+            # text fetched as bytes: one that is not UTF-8 is not a number
+            X[:, j], unparseable = coerce_binary(pa.array(columns[j], type=pa.binary()))
             bad |= unparseable
         else:
             X[:, j] = np.array(columns[j], dtype=np.float64)
@@ -310,7 +316,6 @@ def bad_expr(flags: Sequence[str]) -> str:
 
 __all__ = [
     "CHUNK",
-    "NotText",
     "Table",
     "UNIT_KINDS",
     "affinity",
@@ -320,7 +325,7 @@ __all__ = [
     "coordinate_exprs",
     "bad_expr",
     "coordinates",
-    "no_text",
+    "text_array",
     "quote",
     "tables_of",
     "unit_expr",
