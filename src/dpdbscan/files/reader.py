@@ -1071,7 +1071,11 @@ def _read_database(
     def blocks() -> Iterator[Block]:
         for rows in table.chunks(exprs):
             # text as bytes: one that is not UTF-8 is no unit, time or status
-            ids = None if unit_type is None else sqlitefile.text_array([r[at - 1] for r in rows], unit_type)
+            ids = (
+                None
+                if unit_type is None
+                else sqlitefile.text_array([r[at - 1] for r in rows], unit_type, from_pandas=True)
+            )
             more = [sqlitefile.text_array([r[at + k] for r in rows], kinds[k]) for k in range(len(extra))]
             if layer is None:
                 yield (*sqlitefile.coordinates(rows, affs), ids, more)

@@ -67,15 +67,16 @@ def _utf8(raw: Any) -> str | None:
         return None
 
 
-def text_array(values: Sequence[Any], kind: Any) -> Any:
+def text_array(values: Sequence[Any], kind: Any, *, from_pandas: bool = False) -> Any:
     """A chunk of one fetched column as an Arrow array of ``kind``: text
     (fetched as bytes, :meth:`Table.chunks`) checked as UTF-8 in one cast,
     and only when the cast refuses, value by value, a value that is not
-    UTF-8 then missing (None); numbers as they are."""
+    UTF-8 then missing (None); numbers as they are (``from_pandas``: NaN
+    as missing, as for a unit)."""
     import pyarrow as pa
 
     if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
-        return pa.array(values, type=kind)
+        return pa.array(values, type=kind, from_pandas=from_pandas)
     raw = pa.array(values, type=pa.binary())
     try:
         return raw.cast(kind)
