@@ -141,3 +141,11 @@ def test_one_added_status_never_changes_how_the_others_are_read(base):
         for odd in ODD:
             for _, neighbour in _forms([odd, *values]):
                 assert np.array_equal(parse_status(neighbour)[1:], expected), (base, form, repr(odd))
+
+
+def test_numpy_bytes_in_milliseconds_are_scaled_as_text_is():
+    # before: a bytes array's numbers were read as their repr ("b'...'") when
+    # scaling, so a --time-unit other than s was ignored for them
+    text = np.array(["1700000000000", "2023-11-14T22:13:20Z", "x"])
+    assert np.array_equal(parse_times(text.astype("S"), "ms"), parse_times(text, "ms"), equal_nan=True)
+    assert parse_times(text, "ms")[0] == 1_700_000_000.0

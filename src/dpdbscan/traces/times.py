@@ -221,10 +221,11 @@ def _scaled(values: Any, per: float) -> np.ndarray:
         raw = as_column(values)
         if raw.dtype.kind in "iufb" or _masked_numbers(values) is not None:
             return out / per
-        if raw.dtype.kind == "O":
+        if raw.dtype.kind in "OS":
             # numbers scaled here, each other value's text below (a bool's
-            # word or a datetime's ISO text is no number)
-            numbers, texts = read_objects(raw)
+            # word or a datetime's ISO text is no number; numpy bytes are
+            # text, not their repr)
+            numbers, texts = read_objects(raw.astype(object))
             out[np.isfinite(numbers)] /= per
             arr = pa.array(texts, type=pa.string())
         else:
