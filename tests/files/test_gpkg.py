@@ -132,3 +132,24 @@ def test_geo_needs_wgs84_and_is_refused_before_the_ledger_reserves(capsys, tmp_p
     # without --geo the layer's own coordinates are fitted as they are
     X = read_input(path).X
     assert X.tobytes() == P.tobytes()
+
+
+def test_text_that_is_not_utf8_drops_its_own_row(tmp_path):
+    # round 8: SQLite does not check that TEXT is UTF-8, and Python's decoding
+    # of one such value failed the whole read ("cannot read as SQLite"): one
+    # row decided whether anything was released. Now such a unit is missing
+    # and such a geometry (text, not a blob) no point, each dropping its row.
+    P = lonlat(1, 100)
+    path = make_gpkg(tmp_path / "p.gpkg", [(gp_point(x, y), f"p{i}") for i, (x, y) in enumerate(P)])
+    con = sqlite3.connect(path)
+    con.execute("INSERT INTO trips (geom, person) VALUES (?, CAST(X'FF' AS TEXT))", (gp_point(*P[0]),))
+    good = gp_point(*P[1]).hex()
+    con.execute(f"INSERT INTO trips (geom, person) VALUES (CAST(X'{good}' AS TEXT), 'q')")
+    con.commit()
+    con.close()
+    got = read_input(path, unit="person")
+    n = len(P)
+    assert np.array_equal(got.X[:n], P) and np.isnan(got.X[n:]).all()  # no unit; no point
+    assert got.units.to_pylist() == [f"p{i}" for i in range(n)] + [None, "q"]
+    assert got.n_missing_unit == 1 and got.n_not_point == 1
+    assert read_columns(path, "person")[0].to_pylist() == got.units.to_pylist()

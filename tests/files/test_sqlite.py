@@ -314,3 +314,111 @@ def test_refused_before_the_ledger_reserves(capsys, tmp_path, extra, match):
     con = sqlite3.connect(f"file:{ledger}?mode=ro", uri=True)
     assert con.execute("SELECT count(*) FROM releases").fetchone() == (0,)
     con.close()
+
+
+# --------------------------------------------------------------------------- #
+# round 8: a text value that is not UTF-8 drops its own row, never the read
+
+
+def _text_people(tmp_path, bad: str | None, name: str):
+    """A table of 150 people with text units, text times and a text copy of
+    x; with ``bad``, one more row (person 'zz') whose ``bad`` column holds
+    bytes that are not UTF-8 stored as TEXT (as a C program or another
+    driver may write them: SQLite does not check)."""
+    rng = np.random.default_rng(0)
+    rows, t0 = [], 1_211_018_400
+    for u in range(150):
+        pos = rng.uniform(2, 8, 2)
+        for k in range(30):
+            here = (
+                np.array([3.0, 3.0]) + rng.normal(0, 0.01, 2) if 10 <= k < 21 else pos + rng.normal(0, 0.5, 2)
+            )
+            t = dt_text(t0 + 60 * k + u)
+            rows.append((float(here[0]), float(here[1]), f"p{u}", t, repr(float(here[0]))))
+    db = make_db(tmp_path / f"{name}.sqlite", "x REAL, y REAL, person TEXT, time TEXT, xt TEXT", rows)
+    if bad is not None:
+        values = {"x": "3.0", "y": "3.0", "person": "'zz'", "time": f"'{dt_text(t0)}'", "xt": "'3.0'"}
+        values[bad] = "CAST(X'C3FF28' AS TEXT)"
+        con = sqlite3.connect(db)
+        con.execute(f"INSERT INTO pts VALUES ({', '.join(values.values())})")
+        con.commit()
+        con.close()
+    return db
+
+
+def dt_text(seconds: int) -> str:
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@pytest.mark.parametrize(
+    "bad, columns",
+    [("person", ["x", "y"]), ("time", ["x", "y"]), ("xt", ["xt", "y"])],
+)
+def test_a_text_value_that_is_not_utf8_drops_its_row_and_the_release_is_made(capsys, tmp_path, bad, columns):
+    # Before (round 8), Python's sqlite3 refused to decode the value while the
+    # rows were fetched, and the whole read failed ("cannot read as SQLite"):
+    # whether anything was released hinged on that one row (after a ledger had
+    # reserved the release).
+    stops = ["--columns", *columns, *UNIT, "--time", "time", "--stops", "0.1", "5min"]
+    rc, _, err, ref = fit(capsys, tmp_path, _text_people(tmp_path, None, "d"), *stops, name="d")
+    assert rc == 0, err
+    db = _text_people(tmp_path, bad, "d1")
+    rc, out, err, model = fit(capsys, tmp_path, db, *stops, name="d1")
+    assert rc == 0, err
+    assert same_release(model, ref) and model.n_spans >= 1
+    assert "\ufffd" not in out + err and "zz" not in out + err
+    # read alone: the row is there, its bad value missing (or not a number)
+    got = read_input(db, columns, unit="person")
+    assert got.X.shape[0] == 150 * 30 + 1
+    if bad == "person":
+        assert got.units.to_pylist()[-1] is None and got.n_missing_unit == 1
+    if bad == "xt":
+        assert np.isnan(got.X[-1, 0]) and got.n_unparseable == 1
+    times, _ = read_columns(db, "time")
+    assert len(times) == 150 * 30 + 1 and (times.to_pylist()[-1] is None) == (bad == "time")
+    # check reads it as fit does: status 0, nothing on standard output
+    rc, out, err = run(capsys, "check", db, *FIT[:-2], *stops)
+    assert rc == 0 and out == "", err
+
+
+def test_a_ledger_charged_release_of_a_table_with_a_non_utf8_unit_is_written(capsys, tmp_path):
+    db = _text_people(tmp_path, "person", "d1")
+    ledger = tmp_path / "budget.ledger"
+    rc, _, err = run(
+        capsys,
+        "ledger",
+        "init",
+        ledger,
+        "--dataset",
+        "d",
+        "--epsilon",
+        "5",
+        "--delta",
+        "1e-5",
+        "--unit",
+        "person",
+    )
+    assert rc == 0, err
+    rc, _, err = run(
+        capsys,
+        "fit",
+        db,
+        *FIT,
+        *QUIET,
+        "--columns",
+        "x",
+        "y",
+        *UNIT,
+        "--out-dir",
+        tmp_path,
+        "--ledger",
+        ledger,
+        "--dataset",
+        "d",
+    )
+    assert rc == 0, err
+    con = sqlite3.connect(f"file:{ledger}?mode=ro", uri=True)
+    assert con.execute("SELECT status FROM releases").fetchall() == [("written",)]
+    con.close()

@@ -429,10 +429,18 @@ def unit_token(value: Any) -> bytes | None:
 
 def text_of(value: Any) -> str | None:
     """A time's or status's text: a string as it is, a boolean as
-    ``true``/``false``, a number as Python writes it; None otherwise."""
+    ``true``/``false``, a number as Python writes it; None otherwise, and
+    for a string that is no text: one holding a lone surrogate (JSON's
+    ``"\\udcff"`` escape is valid JSON, but no UTF-8), which failed the
+    whole read before (round 8)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return None
         return value
     if isinstance(value, (int, float)):
         return repr(value)

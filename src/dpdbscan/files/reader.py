@@ -1052,7 +1052,9 @@ def _read_database(
         pairs = [sqlitefile.coordinate_exprs(table.names[i], a) for i, a in zip(idx, affs)]
         exprs = [v for v, _ in pairs] + [sqlitefile.bad_expr([b for _, b in pairs])]
     else:
-        exprs = [sqlitefile.quote(layer.geometry)]
+        g = sqlitefile.quote(layer.geometry)
+        # a geometry is a blob: any other value (text, fetched as bytes too) is no point
+        exprs = [f"CASE WHEN typeof({g}) IN ('blob', 'null') THEN {g} ELSE x'' END"]
     unit_type = None
     if unit is not None:
         aff = table.affinity(unit)
@@ -1068,8 +1070,13 @@ def _read_database(
 
     def blocks() -> Iterator[Block]:
         for rows in table.chunks(exprs):
-            ids = [r[at - 1] for r in rows] if unit_type is not None else None
-            more = [[r[at + k] for r in rows] for k in range(len(extra))]
+            # text as bytes: one that is not UTF-8 is no unit, time or status
+            ids = (
+                None
+                if unit_type is None
+                else sqlitefile.text_array([r[at - 1] for r in rows], unit_type, from_pandas=True)
+            )
+            more = [sqlitefile.text_array([r[at + k] for r in rows], kinds[k]) for k in range(len(extra))]
             if layer is None:
                 yield (*sqlitefile.coordinates(rows, affs), ids, more)
             else:
@@ -1113,7 +1120,7 @@ def _gather(
             else:
                 got.n_unparseable += n_bad
             if unit_type is not None:
-                u = pa.array(ids, type=unit_type, from_pandas=True)
+                u = ids if isinstance(ids, pa.Array) else pa.array(ids, type=unit_type, from_pandas=True)
                 X, missing = _drop_missing_units(X, unit_missing(u))
                 got.n_missing_unit += missing
                 units.append(u)
@@ -1143,7 +1150,7 @@ def _database_column(path: Path, fmt: FileFormat, options: ReadOptions, column: 
         j = _companion_index(table.names, column, where)
         expr, arrow = sqlitefile.companion_expr(table.names[j], table.affinity(j))
         kind = pa.type_for_alias(arrow)
-        chunks = [pa.array(next(iter(zip(*rows))), type=kind) for rows in table.chunks([expr])]
+        chunks = [sqlitefile.text_array([r[0] for r in rows], kind) for rows in table.chunks([expr])]
     finally:
         con.close()
     return pa.chunked_array(chunks, type=kind)

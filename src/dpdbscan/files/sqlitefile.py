@@ -25,6 +25,13 @@ values never decide how a value is read: the declared type's affinity
 * A time or status column (``--time``, ``--trip-ends``): INTEGER as int64,
   REAL as float64, anything else as the text of its value (ISO times,
   ``free``/``hired``), parsed value by value downstream.
+* SQLite does not check that a TEXT value is UTF-8 (a C program, another
+  driver or ``CAST(x'ff' AS TEXT)`` stores any bytes). Rows are fetched
+  with TEXT as bytes (:meth:`Table.chunks`), and a value that is not UTF-8
+  is no value of any kind: a coordinate that is not a number, no unit, no
+  time or status (:func:`text_array`); its row alone is dropped. (Python's
+  own decoding refused it while the rows were fetched, and the whole read
+  failed on that one row: round 8.)
 
 Rows are fetched :data:`CHUNK` at a time, so memory holds one chunk of
 Python values beside the float64 result, whatever the table's size. No
@@ -48,6 +55,33 @@ from .records import NULL_VALUES, coerce_binary
 CHUNK = 1 << 16
 
 _QUERY_VIEW = "dpdbscan_query"
+
+
+def _utf8(raw: Any) -> str | None:
+    """A fetched TEXT value's text, or None when its bytes are not UTF-8."""
+    if raw is None:
+        return None
+    try:
+        return bytes(raw).decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def text_array(values: Sequence[Any], kind: Any, *, from_pandas: bool = False) -> Any:
+    """A chunk of one fetched column as an Arrow array of ``kind``: text
+    (fetched as bytes, :meth:`Table.chunks`) checked as UTF-8 in one cast,
+    and only when the cast refuses, value by value, a value that is not
+    UTF-8 then missing (None); numbers as they are (``from_pandas``: NaN
+    as missing, as for a unit)."""
+    import pyarrow as pa
+
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+        return pa.array(values, type=kind, from_pandas=from_pandas)
+    raw = pa.array(values, type=pa.binary())
+    try:
+        return raw.cast(kind)
+    except pa.ArrowInvalid:  # its message may quote a value: never shown
+        return pa.array([_utf8(v) for v in values], type=kind)
 
 
 def connect(path: Path | str) -> sqlite3.Connection:
@@ -179,7 +213,12 @@ class Table:
 
     def chunks(self, exprs: Sequence[str]) -> Iterator[list[tuple[Any, ...]]]:
         """The rows of ``exprs`` (SQL expressions over the columns), in the
-        table's order, :data:`CHUNK` rows at a time."""
+        table's order, :data:`CHUNK` rows at a time. TEXT values come as
+        their bytes (SQLite does not check that they are UTF-8; Python's
+        decoding would fail the fetch on one value): :func:`text_array`
+        reads them."""
+        before = self.con.text_factory
+        self.con.text_factory = bytes
         try:
             cur = self.con.execute(f"SELECT {', '.join(exprs)} FROM {self._from}")
             while True:
@@ -189,6 +228,8 @@ class Table:
                 yield rows
         except sqlite3.Error:
             raise cannot_read(self.where) from None
+        finally:
+            self.con.text_factory = before
 
 
 # --------------------------------------------------------------------------- #
@@ -261,7 +302,8 @@ def coordinates(rows: Sequence[tuple[Any, ...]], affinities: Sequence[str]) -> t
     bad = np.array(columns[d], dtype=bool)
     for j, aff in enumerate(affinities):
         if aff == "text":
-            X[:, j], unparseable = coerce_binary(pa.array(columns[j], type=pa.string()))
+            # text fetched as bytes: one that is not UTF-8 is not a number
+            X[:, j], unparseable = coerce_binary(pa.array(columns[j], type=pa.binary()))
             bad |= unparseable
         else:
             X[:, j] = np.array(columns[j], dtype=np.float64)
@@ -284,6 +326,7 @@ __all__ = [
     "coordinate_exprs",
     "bad_expr",
     "coordinates",
+    "text_array",
     "quote",
     "tables_of",
     "unit_expr",

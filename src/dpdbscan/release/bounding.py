@@ -269,7 +269,7 @@ def _factorize_arrow_array(arr: Any) -> tuple[np.ndarray, np.ndarray]:
             found = pc.fill_null(found, -1)
         codes = found.to_numpy().astype(np.int64)
         out = np.empty(len(uniq), dtype=object)
-        out[:] = uniq.to_pylist()
+        out[:] = _texts(uniq)
         return codes, out
     if pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_floating(t):
         missing = pc.is_null(arr, nan_is_null=True).to_numpy()
@@ -286,6 +286,29 @@ def _factorize_arrow_array(arr: Any) -> tuple[np.ndarray, np.ndarray]:
         codes[~missing] = inv.ravel()
         return codes, uniq
     raise TypeError(f"units must be numbers or text (one id per row), got Arrow type {t}")
+
+
+def _texts(uniq: Any) -> list:
+    """The distinct ids of a text or binary Arrow array as Python values:
+    str (or bytes) each. A text id whose bytes are not UTF-8 (Arrow does not
+    check a Parquet file's strings) is its bytes, a unit as a CSV field's
+    bytes are: one such id never fails the others' reading, and its word
+    (:func:`unit_words`, its bytes hashed) is its own, as a valid id's text
+    is hashed by its UTF-8 bytes."""
+    try:
+        return uniq.to_pylist()
+    except UnicodeDecodeError:
+        import pyarrow as pa
+
+        raw = uniq.cast(pa.large_binary() if pa.types.is_large_string(uniq.type) else pa.binary())
+        return [_text_or_bytes(b) for b in raw.to_pylist()]
+
+
+def _text_or_bytes(b: bytes) -> str | bytes:
+    try:
+        return b.decode("utf-8")
+    except UnicodeDecodeError:
+        return b
 
 
 def unit_words(uniques: np.ndarray, key: BoundingKey) -> np.ndarray:

@@ -110,7 +110,11 @@ def parse_times(values: Any, unit: str = "s") -> np.ndarray:
     if arr.dtype.kind in "US":
         import pyarrow as pa
 
-        return _parse_arrow(pa.array(arr.astype(str) if arr.dtype.kind == "S" else arr))
+        try:
+            return _parse_arrow(pa.array(arr.astype(str) if arr.dtype.kind == "S" else arr))
+        except (UnicodeError, pa.ArrowInvalid):
+            # a value that is no UTF-8 (bytes, a lone surrogate): each alone
+            return parse_times(arr.astype(object))
     raise TypeError(f"times must be numbers, timestamps or text (one per row), got dtype {arr.dtype}")
 
 
@@ -159,7 +163,7 @@ def read_objects(arr: np.ndarray) -> tuple[np.ndarray, list[str | None]]:
             except (OverflowError, ValueError, TypeError):
                 pass
         elif isinstance(v, str):
-            texts[i] = v
+            texts[i] = text_or_none(v)
         elif isinstance(v, bytes):
             texts[i] = _utf8(v)
         elif isinstance(v, np.datetime64):
@@ -217,14 +221,17 @@ def _scaled(values: Any, per: float) -> np.ndarray:
         raw = as_column(values)
         if raw.dtype.kind in "iufb" or _masked_numbers(values) is not None:
             return out / per
-        if raw.dtype.kind == "O":
+        if raw.dtype.kind in "OS":
             # numbers scaled here, each other value's text below (a bool's
-            # word or a datetime's ISO text is no number)
-            numbers, texts = read_objects(raw)
+            # word or a datetime's ISO text is no number; numpy bytes are
+            # text, not their repr)
+            numbers, texts = read_objects(raw.astype(object))
             out[np.isfinite(numbers)] /= per
             arr = pa.array(texts, type=pa.string())
         else:
-            arr = pa.array([None if v is None else str(v) for v in raw.tolist()], type=pa.string())
+            arr = pa.array(
+                [None if v is None else text_or_none(str(v)) for v in raw.tolist()], type=pa.string()
+            )
     t = arr.type
     if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)):
         return out / per  # numbers
@@ -305,6 +312,20 @@ def _integer_seconds(values: Any, out: np.ndarray) -> np.ndarray:
     if nulls:
         out[values.is_null().to_numpy(zero_copy_only=False)] = np.nan
     return out
+
+
+def text_or_none(v: str) -> str | None:
+    """A str as it is, or None when it is no text Arrow can hold: a lone
+    surrogate (JSON's ``"\\udcff"``, a file name read with
+    ``surrogateescape``) has no UTF-8. Such a value is no time or status,
+    value by value; before, one failed the whole column (round 8)."""
+    if v.isascii():
+        return v
+    try:
+        v.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return v
 
 
 def _utf8(raw: bytes | None) -> str | None:
@@ -435,4 +456,12 @@ def parse_duration(text: str | float) -> float:
     return value
 
 
-__all__ = ["parse_times", "parse_duration", "NUMBER_PATTERN", "ISO_LOCAL", "ISO_ZONED", "TIME_UNITS"]
+__all__ = [
+    "parse_times",
+    "parse_duration",
+    "NUMBER_PATTERN",
+    "ISO_LOCAL",
+    "ISO_ZONED",
+    "TIME_UNITS",
+    "text_or_none",
+]

@@ -143,7 +143,11 @@ def _arrow(values: Any) -> Any:
             # text, bytes, booleans as words; numbers are no text
             arr = pa.array(read_objects(raw)[1], type=pa.string())
         else:
-            arr = pa.array(raw.astype(str) if raw.dtype.kind == "S" else raw)
+            try:
+                arr = pa.array(raw.astype(str) if raw.dtype.kind == "S" else raw)
+            except (UnicodeError, pa.ArrowInvalid):
+                # text with a value that is no UTF-8 (bytes, a lone surrogate): each alone
+                arr = pa.array(read_objects(raw.astype(object))[1], type=pa.string())
     if pa.types.is_dictionary(arr.type):
         arr = arr.dictionary_decode()
     return arr
@@ -158,6 +162,12 @@ def _texts(values: Any, *, lower: bool) -> np.ndarray | None:
 
     arr = _arrow(values)
     t = arr.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        # Arrow does not check a Parquet file's text: read it as its bytes
+        # below, so that one value that is not UTF-8 is "" (no status) and
+        # fails nothing (it failed the whole fit before, round 8)
+        arr = arr.cast(pa.large_binary() if pa.types.is_large_string(t) else pa.binary())
+        t = arr.type
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
         try:
             arr = arr.cast(pa.string())
