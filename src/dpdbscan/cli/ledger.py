@@ -24,6 +24,7 @@ from ..files.tracefolder import LEDGER_UNIT, UNIT_FROM, UNIT_WORDS, unit_words
 from ..ledger import SCHEMA_VERSION, Cost, Ledger, Reservation, read_ledger, release_cost, upper_cost
 from ..ledger.store import Account, Release
 from ..model.describe import SEEDED_RECORD
+from ..params.parameters import grid_eta
 from ..plan.autoplan import PLACE_EXTENT_KM
 from ..plan.resolve import resolve
 from ..prepare import project_box, split_bounds
@@ -341,7 +342,7 @@ def charging(
         yield lambda model, files: None
         return
     # what public input refuses is refused before the ledger charges anything
-    opts.check_input(p["eta"])
+    opts.check_input(grid_eta(p["eta"]))
     units = ledger_unit(opts)
     reservation = Ledger(*given).reserve(
         public_cost(opts, p) if cost is None else cost,
