@@ -156,12 +156,30 @@ def test_eta_4_given_on_the_command_line_is_kept_the_default_may_widen_in_8d(cap
     rng = np.random.default_rng(2)
     X = np.clip(0.5 + 0.02 * rng.standard_normal((400, 8)), 0, 1)
     path = tmp_path / "p8.csv"
-    path.write_text("\n".join([",".join(f"c{i}" for i in range(8))] + [",".join(map(repr, r)) for r in X.tolist()]))
+    path.write_text(
+        "\n".join([",".join(f"c{i}" for i in range(8))] + [",".join(map(repr, r)) for r in X.tolist()])
+    )
     etas = {}
     for given in ([], ["--eta", "4"]):
         out_dir = tmp_path / ("asked" if given else "auto")
-        rc, _, err = run(capsys, "fit", path, "--header", "--eps", "0.06", "--min-samples", "20", *box,
-                         "--seed", "0", "--out-dir", out_dir, "--no-png", "--no-geojson", *given)
+        rc, _, err = run(
+            capsys,
+            "fit",
+            path,
+            "--header",
+            "--eps",
+            "0.06",
+            "--min-samples",
+            "20",
+            *box,
+            "--seed",
+            "0",
+            "--out-dir",
+            out_dir,
+            "--no-png",
+            "--no-geojson",
+            *given,
+        )
         assert rc == 0, err
         m = load_model(out_dir / "p8.spans.json")
         etas[bool(given)] = (m.release.grid.eta, m.release.grid.approx_ratio)
