@@ -623,7 +623,8 @@ def second_lines(model: SpanModel, *, spans: bool = True) -> list[str]:
         rho, two = model.release.rho or 0.0, spent.rho or 0.0
         return [
             f"  releases: two, which together spend rho={rho:.4g} (epsilon={eps:g}): release one (the "
-            f"histogram) rho={rho - two:.4g}, release two rho={two:.4g}{detail}" + (f"; {what}" if what else "")
+            f"histogram) rho={rho - two:.4g}, release two rho={two:.4g}{detail}"
+            + (f"; {what}" if what else "")
         ]
     return [
         f"  releases: two, which together spend epsilon={eps:g}: release one (the DP count and the "
@@ -633,7 +634,7 @@ def second_lines(model: SpanModel, *, spans: bool = True) -> list[str]:
 
 
 def release_count(model: SpanModel) -> str:
-    """"one release", or "two releases" where the automatic mode's release
+    """The words "one release", or "two releases" where the automatic mode's release
     two was spent (docs/privacy.md 4.10), whether or not these spans carry
     its split (spans at other parameters): what a command that re-uses the
     release says it came from. Public: the model's own record."""
