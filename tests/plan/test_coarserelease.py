@@ -200,7 +200,7 @@ def test_eta_auto_is_eta_4_outside_7d_and_8d_bit_for_bit():
     auto = DPDBSCAN(0.05, min_samples=10, bounds=(0, 1), random_state=4).fit(X)
     four = DPDBSCAN(0.05, min_samples=10, bounds=(0, 1), random_state=4, eta=4).fit(X)
     assert auto.get_params()["eta"] == "auto" and four.get_params()["eta"] == 4
-    assert to_json(auto.spans_) == to_json(four.spans_) and auto.n_spans_ > 0
+    assert to_json(auto.spans_) == to_json(four.spans_) and auto.spans_.n_spans > 0
 
 
 def test_the_estimator_s_eta_4_gives_the_ratio_7_its_default_11():
