@@ -61,6 +61,18 @@ def test_clone_copies_the_parameters_not_the_fit():
     assert type(c) is DPDBSCAN and c.get_params() == e.get_params() and not hasattr(c, "spans_")
 
 
+def test_eta_auto_and_an_eta_of_4_given_stay_apart_through_the_protocol():
+    from sklearn.base import clone
+
+    # the default is "auto" (the coarse release of 7-D/8-D may widen its cells),
+    # an eta given (4 included) is kept as given through every door
+    assert DPDBSCAN().get_params()["eta"] == "auto" and repr(DPDBSCAN(eta=4)) == "DPDBSCAN(eta=4)"
+    e = est(eta=4)
+    assert clone(e).eta == 4 and clone(e).get_params() == e.get_params()
+    assert e.set_params(eta="auto").eta == "auto" and clone(e).eta == "auto"
+    assert e.set_params(eta=4.0).get_params()["eta"] == 4.0
+
+
 def test_a_pipeline_fits_and_predicts_through_it():
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import FunctionTransformer

@@ -16,7 +16,7 @@ from .ledger import Ledger, Reservation, release_cost
 from .model import SpanModel, guarantee
 from .model.describe import SEEDED_RECORD
 from .model.record import predict_rows
-from .params.parameters import PARAMETERS, check_units
+from .params.parameters import PARAMETERS, check_units, grid_eta
 from .params.specs import ReleaseSpec, Seed
 from .params.validation import check_array, check_bounds, check_positive, standardised_note
 from .pipeline import fit as fit_release
@@ -81,14 +81,16 @@ class DPDBSCAN(EstimatorBase):
         centre within eps, as DBSCAN labels border points. One-sided
         guarantee: no span reaches beyond the clusters. "bound": the paper's
         noisy upper bound with its two-sided (rho, tau) sandwich guarantee.
-    eta : float, default=4.0
+    eta : "auto" or float, default="auto"
         Grid parameter in (0, 4]: cell width ``eta * eps / (4 sqrt(d))``.
-        In 7-D and 8-D at the default (an event-level fit at a fixed eps and
-        MinPts with the density test, delta 0, default theta and sub-cells,
-        where the eta-4 release's theta would be 13 or more) the sparse
-        release's cells are twice as wide (the release's grid at
-        eta 8; approximation ratio 11): docs/parameters.md, "The coarse
-        release of 7-D and 8-D".
+        "auto" is eta 4, except in 7-D and 8-D (an event-level fit at a
+        fixed eps and MinPts with the density test, delta 0, default theta
+        and sub-cells, where the eta-4 release's theta would be 13 or more),
+        where the sparse release's cells are twice as wide (the release's
+        grid at eta 8; approximation ratio 11): docs/parameters.md, "The
+        coarse release of 7-D and 8-D". A number, 4 included, is the grid
+        used (approximation ratio 3 + eta). The model records the eta the
+        release was made at (``release_.grid.eta``).
     beta : float, default=0.1
         Failure probability of the guarantee. The paper's code used 0.5. With
         ``eps="auto"`` eps is chosen after the noise among c candidates, so
@@ -286,7 +288,7 @@ class DPDBSCAN(EstimatorBase):
         epsilon: float = 1.0,
         bounds: tuple[ArrayLike, ArrayLike] | None = None,
         random_state: Seed | None = None,
-        eta: float = 4.0,
+        eta: float | Literal["auto"] = "auto",
         beta: float = 0.1,
         histogram: Literal["auto", "dense", "sparse", "stability"] = "auto",
         delta: float = 0.0,
@@ -407,7 +409,7 @@ class DPDBSCAN(EstimatorBase):
         backend = resolve_backend(p["backend"])
         pts = prepare(
             Source(X, bounds=self.bounds, units=units),
-            eta=p["eta"],
+            eta=grid_eta(p["eta"]),
             backend=None if isinstance(backend, NumpyBackend) else backend,
             stacklevel=3,  # fit -> _fit -> prepare
         )
@@ -674,7 +676,7 @@ def fit_lonlat(
     est = DPDBSCAN(km, min_samples=min_samples, epsilon=epsilon, **kwargs)
     p = est._validated()
     _check_events(p, units, times, status, geo=True)
-    pts = prepare(source, eta=p["eta"])
+    pts = prepare(source, eta=grid_eta(p["eta"]))
     metadata = {**pts.meta, "bounds_source": "public (fit_lonlat bounds)", "eps_text": str(eps)}
     est.bounds = (pts.lower, pts.upper)  # the box the model records, in km
     return est._release(

@@ -136,3 +136,53 @@ def test_sweep_from_a_model_refuses_bad_eps(capsys, blobs_model, tmp_path, eps, 
     )
     assert rc == 2 and match in err, err
     assert not (tmp_path / "sw").exists() or not list((tmp_path / "sw").iterdir())
+
+
+def test_eta_4_given_on_the_command_line_is_kept_the_default_may_widen_in_8d(capsys, tmp_path):
+    """--eta 4 asks for the eta-4 grid (approximation ratio 7); leaving it out,
+    or --eta auto, lets the coarse release of 8-D widen the cells (eta 8)."""
+    import json
+
+    box = ["--bounds", *["0"] * 8, *["1"] * 8]
+    common = ["forecast", "--eps", "0.06", "--min-samples", "20", *box, "--json"]
+    widths = {}
+    for given in ([], ["--eta", "auto"], ["--eta", "4"]):
+        rc, out, err = run(capsys, *common, *given)
+        assert rc == 0, err
+        widths[" ".join(given)] = json.loads(out)["cell_width"]
+    assert widths[""] == widths["--eta auto"] == pytest.approx(2 * widths["--eta 4"], rel=1e-12)
+    assert widths["--eta 4"] == pytest.approx(0.06 / np.sqrt(8), rel=1e-12)
+    # a fit: its model records the eta it was made at
+    rng = np.random.default_rng(2)
+    X = np.clip(0.5 + 0.02 * rng.standard_normal((400, 8)), 0, 1)
+    path = tmp_path / "p8.csv"
+    path.write_text(
+        "\n".join([",".join(f"c{i}" for i in range(8))] + [",".join(map(repr, r)) for r in X.tolist()])
+    )
+    etas = {}
+    for given in ([], ["--eta", "4"]):
+        out_dir = tmp_path / ("asked" if given else "auto")
+        rc, _, err = run(
+            capsys,
+            "fit",
+            path,
+            "--header",
+            "--eps",
+            "0.06",
+            "--min-samples",
+            "20",
+            *box,
+            "--seed",
+            "0",
+            "--out-dir",
+            out_dir,
+            "--no-png",
+            "--no-geojson",
+            *given,
+        )
+        assert rc == 0, err
+        m = load_model(out_dir / "p8.spans.json")
+        etas[bool(given)] = (m.release.grid.eta, m.release.grid.approx_ratio)
+    assert etas == {False: (8.0, 11.0), True: (4.0, 7.0)}
+    rc, out, _ = run(capsys, "fit", "--help")
+    assert rc == 0 and "'auto' (default)" in " ".join(out.split())

@@ -181,3 +181,46 @@ def test_the_forecast_states_no_centre_count_limits_on_the_coarse_cells():
         assert math.isclose(fc.cell_width, 2 * ALPHA[d] / math.sqrt(d), rel_tol=1e-12)
     fc = DPDBSCAN(ALPHA[6], min_samples=20, epsilon=1.0, bounds=(0, 1)).forecast(n_features=6)
     assert not fc.coarse and fc.cluster_limits
+
+
+@pytest.mark.parametrize("eta", [4, 4.0])
+def test_an_eta_of_4_given_keeps_the_eta_4_grid_the_default_may_widen(eta):
+    # eta="auto" (the default) lets the rule act; eta=4 asked for is kept
+    for d in COARSE_RELEASE_DIMS:
+        asked = _resolved(d, eta=eta)
+        assert asked.release.grid == Grid(np.zeros(d), np.ones(d), ALPHA[d], 4.0)
+        assert asked.release.grid.approx_ratio == 7.0
+        assert _resolved(d).release.grid.eta == 8.0 and _resolved(d, eta="auto").release.grid.eta == 8.0
+
+
+def test_eta_auto_is_eta_4_outside_7d_and_8d_bit_for_bit():
+    # the same seed gives the same release at eta="auto" and eta=4 in 3-D
+    rng = np.random.default_rng(5)
+    X = np.clip(np.vstack([0.5 + 0.03 * rng.standard_normal((800, 3)), rng.uniform(0, 1, (200, 3))]), 0, 1)
+    auto = DPDBSCAN(0.05, min_samples=10, bounds=(0, 1), random_state=4).fit(X)
+    four = DPDBSCAN(0.05, min_samples=10, bounds=(0, 1), random_state=4, eta=4).fit(X)
+    assert auto.get_params()["eta"] == "auto" and four.get_params()["eta"] == 4
+    assert to_json(auto.spans_) == to_json(four.spans_) and auto.spans_.n_spans > 0
+
+
+def test_the_estimator_s_eta_4_gives_the_ratio_7_its_default_11():
+    d, eps = 7, ALPHA[7]
+    X = _spread_cluster(d, 300, eps / 4, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UtilityWarning)
+        asked = DPDBSCAN(eps, min_samples=20, bounds=(0, 1), random_state=1, eta=4).fit(X)
+        auto = DPDBSCAN(eps, min_samples=20, bounds=(0, 1), random_state=1).fit(X)
+    assert asked.histogram_.grid.eta == 4.0 and asked.guarantee_["approx_ratio"] == 7.0
+    assert auto.histogram_.grid.eta == 8.0 and auto.guarantee_["approx_ratio"] == 11.0
+    # the model file records the eta the release was made at, and reads back so
+    for est, eta in ((asked, 4.0), (auto, 8.0)):
+        doc = json.loads(to_json(est.spans_))
+        assert doc["params"]["eta"] == eta and doc["grid"]["eta"] == eta
+        assert model_from_dict(doc).release.grid.eta == eta
+
+
+def test_the_forecast_of_an_eta_of_4_given_is_on_the_eta_4_cells():
+    for d in COARSE_RELEASE_DIMS:
+        fc = DPDBSCAN(ALPHA[d], min_samples=20, epsilon=1.0, bounds=(0, 1), eta=4).forecast(n_features=d)
+        assert not fc.coarse and fc.cluster_limits
+        assert math.isclose(fc.cell_width, ALPHA[d] / math.sqrt(d), rel_tol=1e-12)

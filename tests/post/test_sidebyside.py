@@ -249,6 +249,39 @@ def test_sweep_of_a_split_model_keeps_the_split_where_it_holds(fitted, tmp_path,
     assert kept.release_two is not None and np.array_equal(kept.predict(X), model.predict(X))
 
 
+def test_sweep_and_explore_of_a_two_release_model_say_two_releases(fitted, tmp_path, capsys):
+    """``sweep --model`` and ``explore`` of the automatic mode's model print
+    (standard output: the release) where their spans come from: two
+    releases, with what each spent (they said "from one release"), and every
+    model sweep writes says ``privacy.releases: 2``, at MinPts that keep the
+    split and at one that leaves it out. A one-release model still says one."""
+    from tests.clirun import run
+
+    X, _, model, _, _ = fitted
+    path = tmp_path / "m.json"
+    save_model(model, path)
+    rc, out, err = run(
+        capsys, "sweep", "--model", path, "--min-samples", "20", "40", "--out-dir", tmp_path / "o",
+        "--no-png", "--no-geojson",
+    )  # fmt: skip
+    assert rc == 0, err
+    assert "from two releases (epsilon=1," in out and "from one release" not in out
+    assert "releases: two, which together spend epsilon=1: release one" in out
+    for m in (20, 40):
+        doc = json.loads((tmp_path / "o" / f"m.m{m}.spans.json").read_text())
+        assert doc["privacy"]["releases"] == 2 and doc["privacy"]["epsilon"] == 1.0
+    rc, out, err = run(
+        capsys, "explore", path, "--no-png", "--table", tmp_path / "t.csv", "--min-samples", "40"
+    )
+    assert rc == 0, err
+    assert "MinPts from two releases (" in out and "from one release" not in out
+    one = replace(model, auto=None, release=replace(model.release, second=None))
+    save_model(one, tmp_path / "one.json")
+    rc, out, err = run(capsys, "sweep", "--model", tmp_path / "one.json", "--min-samples", "40",
+                       "--out-dir", tmp_path / "p", "--no-png", "--no-geojson")  # fmt: skip
+    assert rc == 0 and "from one release (epsilon=1," in out and "releases: two" not in out, err
+
+
 def test_with_params_on_a_model_release_two_did_not_split_is_quiet(fitted):
     _, _, model, _, _ = fitted
     rec = {**model.auto[sidebyside.KEY], "split": []}

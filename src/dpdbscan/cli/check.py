@@ -24,6 +24,7 @@ import numpy as np
 from ..cells.grid import Grid
 from ..files.tracefolder import UNIT_WORDS
 from ..geometry import projection
+from ..params.parameters import grid_eta
 from ..plan.autoplan import PLACE_EXTENT_KM
 from ..plan.outlook import duration_text, fit_cost
 from ..plan.resolve import forecast_of
@@ -95,7 +96,7 @@ def cmd_check(args: argparse.Namespace, sink: WarningSink) -> int:
     assert bounds_in is not None  # check has no --bounds-from-data
     start = time.perf_counter()
     source = opts.source(notes)
-    pts = read_file(source, eta=p["eta"], notes=notes)
+    pts = read_file(source, eta=grid_eta(p["eta"]), notes=notes)
     say_read(opts.input, pts.X, pts.names, notes)
     read_counts = pts.counts if pts.counts is not None else clipping_counts(pts.X, pts.lower, pts.upper)
     # with --stops or --trip-ends the release counts each unit's events: so does the check
@@ -138,7 +139,7 @@ def cmd_check(args: argparse.Namespace, sink: WarningSink) -> int:
         fc = forecast_of(p, pts.lower, pts.upper, n_points=n, units=person, places=places)
     against = f"the {n:,} rows kept"
     if person:
-        grid = Grid(pts.lower, pts.upper, fc.eps, p["eta"])
+        grid = Grid(pts.lower, pts.upper, fc.eps, grid_eta(p["eta"]))
         lines, bounded = unit_lines(
             pts, grid, k, p["max_points_per_cell"], length, p["cell_choice"], counted, args.unit_from
         )

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from ..geometry import projection
-from ..model.describe import second_lines
+from ..model.describe import release_count, second_lines
 from ..params.parameters import check_param
 from ..prepare import read_length
 from .common import EXIT_OK, EXIT_PARTIAL, ArgTarget, WarningSink, atomic_write, check_writable, one_line
@@ -108,7 +108,7 @@ def cmd_explore(args: argparse.Namespace, sink: WarningSink) -> int:
             failed.append(f"{png} ({one_line(exc)})")
     length = projection.format_km if geo else (lambda v: f"{v:g}")
     print(
-        f"spans over {len(ex.eps)} eps x {len(ex.min_samples)} MinPts from one release "
+        f"spans over {len(ex.eps)} eps x {len(ex.min_samples)} MinPts from {release_count(model)} "
         f"({_explore.release_words(model)}; made at eps={length(model.release.eps)}); exploring "
         "costs no budget"
     )

@@ -23,7 +23,7 @@ from ..exceptions import InsecureRandomnessWarning
 from ..geometry import projection
 from ..model import summary as model_summary
 from ..model.describe import SEEDED_RECORD, protection_brief
-from ..params.parameters import check_param, check_units
+from ..params.parameters import check_param, check_units, grid_eta
 from ..params.validation import standardised_note
 from ..pipeline import fit as fit_release
 from ..plan.resolve import check_scale, resolve, validated
@@ -146,7 +146,7 @@ def check_fit_params(opts: FitOptions, eps: float | str | None = None, *, dry_ru
     _check_scale_early(opts, p)
     if opts.backend != "dask":
         # a database's schema and metadata are read now, before a ledger reserves anything
-        check_layout_early(opts.source(), eta=p["eta"])
+        check_layout_early(opts.source(), eta=grid_eta(p["eta"]))
     return p
 
 
@@ -261,7 +261,7 @@ def fit_model(
     ahead: NoiseAhead | None = None
     if dask:
         backend = dask_backend(opts)
-        pts = prepare(opts.source(), eta=p["eta"], backend=backend)
+        pts = prepare(opts.source(), eta=grid_eta(p["eta"]), backend=backend)
         if pts.unit_name is not None:
             meta["unit_column"] = pts.unit_name  # public: the option
         meta.update(pts.meta)
@@ -282,7 +282,7 @@ def fit_model(
         source = opts.source(notes)
         if streamed is not None and not source.transforms and source.time_column is None:
             source = replace(source, block_counter=streamed)
-        pts = prepare(source, eta=p["eta"], notes=notes)
+        pts = prepare(source, eta=grid_eta(p["eta"]), notes=notes)
         if streamed is not None:
             backend = streamed.backend_for(pts.X)
         meta.update(pts.meta)
@@ -542,7 +542,7 @@ def _fit_appendable(
     check_ledger_options(opts)
     if opts.ledger is not None:
         # what public input refuses is refused before the ledger charges anything
-        opts.check_input(p["eta"])
+        opts.check_input(grid_eta(p["eta"]))
     params = {**public_params(opts, p, "fit"), "series": series.record(unit), "through": s.through}
     if previous is not None:
         params["append_to"] = str(s.append)

@@ -87,7 +87,12 @@ def add_arguments(p: ArgTarget) -> None:
         metavar="N",
         help="your own public guess of the number of points (never measured)",
     )
-    add_table_option(p, "eta", type=float)
+    add_table_option(
+        p,
+        "eta",
+        type=number_or_text,
+        help="grid parameter in (0, 4] or 'auto' (default: 4, or 8 where the 7-D/8-D coarse release acts)",
+    )
     add_table_option(p, "beta", type=float)
     add_table_option(
         p,

@@ -33,6 +33,7 @@ from ..ledger import (
 )
 from ..ledger.store import Account, Release
 from ..model.describe import SEEDED_RECORD
+from ..params.parameters import grid_eta
 from ..plan.autoplan import PLACE_EXTENT_KM
 from ..plan.resolve import resolve
 from ..prepare import project_box, split_bounds
@@ -363,7 +364,7 @@ def charging(
         yield lambda model, files: None
         return
     # what public input refuses is refused before the ledger charges anything
-    opts.check_input(p["eta"])
+    opts.check_input(grid_eta(p["eta"]))
     units = ledger_unit(opts)
     reservation = Ledger(*given).reserve(
         public_cost(opts, p) if cost is None else cost,

@@ -141,8 +141,9 @@ def add_dbscan_options(p: ArgTarget, *, sweep: bool = False, required: bool = Tr
     add_table_option(
         g,
         "eta",
-        type=float,
-        help="grid parameter in (0, 4]; cell width eta*eps/(4 sqrt d) (default 4)",
+        type=number_or_text,
+        help="grid parameter in (0, 4]: cell width eta*eps/(4 sqrt d); 'auto' (default): 4, or in "
+        "7-D/8-D where the coarse release acts 8 (docs/parameters.md); a number, 4 included, is kept",
     )
     add_table_option(
         g,

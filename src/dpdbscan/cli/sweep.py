@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..geometry import projection
 from ..model import finest_eps, with_params
-from ..model.describe import SEEDED, protection, seeded
+from ..model.describe import SEEDED, protection, release_count, second_lines, seeded
 from ..params.parameters import check_param
 from ..prepare import read_length
 from .common import EXIT_OK, EXIT_PARTIAL, Notes, WarningSink, stem
@@ -150,12 +150,14 @@ def cmd_sweep(args: argparse.Namespace, sink: WarningSink) -> int:
         if charged is not None:
             charged(base, files)
     print(
-        f"spans for {len(eps)} eps x {len(values)} MinPts from one release (epsilon="
+        f"spans for {len(eps)} eps x {len(values)} MinPts from {release_count(base)} (epsilon="
         f"{base.release.epsilon:g}, delta={base.release.delta:g}, made at "
         f"eps={_length(base, base.release.eps)}); "
         "re-parameterising costs no budget"
     )
     print(f"privacy: {protection(base)}")
+    for line in second_lines(base, spans=False):  # what each of the automatic mode's two releases spent
+        print(line.strip() + " (each model written says whether its spans carry release two's split)")
     if seeded(base):  # what fit's summary and every file of this release say too
         print(f"WARNING: {SEEDED}")
     print(f"{'eps':>10}  {'min_samples':>11}  {'threshold':>10}  {'spans':>6}  {'core_cells':>10}  model")

@@ -583,21 +583,23 @@ def size_lines(model: SpanModel) -> list[str]:
     ]
 
 
-def second_lines(model: SpanModel) -> list[str]:
+def second_lines(model: SpanModel, *, spans: bool = True) -> list[str]:
     """Release two of the automatic mode in 3-D (docs/privacy.md 4.10), when
-    it made one: two releases, what each spent, and which spans it split
-    (or, spans at other parameters that left its split out, that they are
-    release one's alone)."""
+    it made one: two releases, what each spent, and (``spans``) which spans
+    it split (or, spans at other parameters that left its split out, that
+    they are release one's alone)."""
     spent = model.release.second
     if spent is None:
         return []
-    rec = model.release_two
+    rec = model.release_two if spans else None
     eps = model.release.epsilon
     if rec is None:
         detail = ""
         what = (
             "these spans, at other parameters than the automatic choice's, are release one's alone: "
             "release two's split is not carried over to them"
+            if spans
+            else ""
         )
     else:
         f = int(rec["fine"])
@@ -621,13 +623,22 @@ def second_lines(model: SpanModel) -> list[str]:
         rho, two = model.release.rho or 0.0, spent.rho or 0.0
         return [
             f"  releases: two, which together spend rho={rho:.4g} (epsilon={eps:g}): release one (the "
-            f"histogram) rho={rho - two:.4g}, release two rho={two:.4g}{detail}; {what}"
+            f"histogram) rho={rho - two:.4g}, release two rho={two:.4g}{detail}"
+            + (f"; {what}" if what else "")
         ]
     return [
         f"  releases: two, which together spend epsilon={eps:g}: release one (the DP count and the "
         f"histogram) epsilon={eps * (1 - spent.share):.3g}, release two epsilon={eps * spent.share:.3g}"
-        f"{detail}; {what}"
+        f"{detail}" + (f"; {what}" if what else "")
     ]
+
+
+def release_count(model: SpanModel) -> str:
+    """The words "one release", or "two releases" where the automatic mode's release
+    two was spent (docs/privacy.md 4.10), whether or not these spans carry
+    its split (spans at other parameters): what a command that re-uses the
+    release says it came from. Public: the model's own record."""
+    return "one release" if model.release.second is None else "two releases"
 
 
 def second_left_out_lines(model: SpanModel) -> list[str]:
@@ -731,6 +742,7 @@ __all__ = [
     "bound_lines",
     "event_lines",
     "second_left_out_lines",
+    "release_count",
     "MARGIN_FIGURES",
     "NOISE_NAMES",
 ]

@@ -201,7 +201,9 @@ PARAMETERS: dict[str, Param] = {
     "epsilon": Param(1.0, (Real(0, MAX_EPSILON, low_open=True),), "--epsilon"),
     "bounds": Param(None, (), "--bounds"),  # checked by check_bounds (needs the dimension)
     "random_state": Param(None, (NoneValue(), RandomState()), "--seed"),
-    "eta": Param(4.0, (Real(0, 4, low_open=True),), "--eta"),
+    # "auto": the grid at eta 4, or where the coarse release of 7-D/8-D acts
+    # (plan.coarserelease) at eta 8; a number (4 included) is the grid asked for
+    "eta": Param("auto", (Options("auto"), Real(0, 4, low_open=True)), "--eta"),
     "beta": Param(0.1, (_PROB,), "--beta"),
     "histogram": Param("auto", (Options("auto", "dense", "sparse", "stability"),), "--histogram", False),
     "delta": Param(0.0, (Real(0, MAX_DELTA, high_open=True),), "--delta"),
@@ -257,6 +259,18 @@ PARAMETERS: dict[str, Param] = {
         False,
     ),
 }
+
+
+#: The grid parameter eta="auto" stands for before any rule widens the cells:
+#: the paper's eta = 4 (the largest a fit accepts).
+AUTO_ETA = 4.0
+
+
+def grid_eta(eta: Any) -> float:
+    """The eta of the user's grid: :data:`AUTO_ETA` for ``"auto"``, else the
+    number given. Public: the parameter only (the coarse release of 7-D/8-D
+    may widen an ``"auto"`` grid's cells later, :mod:`dpdbscan.plan.coarserelease`)."""
+    return AUTO_ETA if eta == "auto" else float(eta)
 
 
 def default(name: str) -> Any:
@@ -421,7 +435,9 @@ def namer(cli: bool) -> Callable[[str], str]:
 __all__ = [
     "PARAMETERS",
     "Param",
+    "AUTO_ETA",
     "default",
+    "grid_eta",
     "namer",
     "validate",
     "check_param",

@@ -21,7 +21,7 @@ gave the same ARI but 3-7x the time: the merge of 256 sub-cells per cell).
 
 Privacy. Nothing changes: one histogram, each point in one cell, the same
 noise and accounting (docs/privacy.md); the grid is chosen from public
-inputs only (d, eta, the mode, delta, the core test, the parameters given,
+inputs only (d, whether eta was left "auto", the mode, delta, the core test, the parameters given,
 the theta the eta-4 grid's release would have), before any point is read.
 Everything after the release is post-processing.
 """
@@ -39,8 +39,9 @@ from .histogramchoice import choose_kind
 COARSE_RELEASE_DIMS = range(7, 9)
 #: How many times wider the coarse release's cells are than eta = 4's.
 COARSE_RELEASE_FACTOR = 2
-#: The user's eta the rule acts at: the largest (and default). A smaller eta
-#: asks for finer cells, which the rule leaves as asked.
+#: The eta of the fine grid the rule widens: eta="auto" (the default) stands
+#: for it. An eta the user gives, 4 included, is the grid asked for, which
+#: the rule leaves as asked (approximation ratio 3 + eta).
 COARSE_RELEASE_ETA = 4.0
 #: The rule acts only where the eta-4 release's own default theta is at least
 #: this: where that theta is what erases spread clusters (18 in 8-D and 14 in
@@ -69,7 +70,8 @@ def coarse_release(
 
     It acts on an event-level release (``units`` false) at a fixed eps and
     MinPts (``automatic`` false) with the density core test (``density``),
-    delta = 0, in :data:`COARSE_RELEASE_DIMS`, at the default eta, theta and
+    delta = 0, in :data:`COARSE_RELEASE_DIMS`, at eta="auto" (the default:
+    an eta given, 4 included, is kept), the default theta and
     sub-cells, when the histogram is "auto" or "sparse", the coarse grid's
     would be sparse, and ``theta_of(grid)`` (the default theta of the
     release on ``grid``, eta 4) is at least :data:`COARSE_RELEASE_MIN_THETA`.
@@ -79,7 +81,8 @@ def coarse_release(
         or units
         or automatic
         or not density
-        or float(p["eta"]) != COARSE_RELEASE_ETA
+        or p["eta"] != "auto"
+        or grid.eta != COARSE_RELEASE_ETA
         or float(p["delta"]) != 0.0
         or p["theta"] is not None
         or p["subcells"] != "auto"

@@ -30,7 +30,7 @@ from ..exceptions import UtilityWarning
 from ..laws import noise as laws
 from ..laws import zcdp
 from ..params import sizing
-from ..params.parameters import check_units, namer, validate
+from ..params.parameters import check_units, grid_eta, namer, validate
 from ..params.specs import (
     NoiseSpec,
     ReleaseSpec,
@@ -142,7 +142,7 @@ def resolve(
         plan = autoplan.plan(
             lower,
             upper,
-            p["eta"],
+            grid_eta(p["eta"]),
             eps,
             min_samples,
             p["epsilon"],
@@ -156,7 +156,7 @@ def resolve(
         join = "face" if counted and autoplan.joins_faces(size_estimate, d) else join
         eps, min_samples = plan.base_eps, plan.min_samples or MIN_SAMPLES_LOW
     check_scale(float(eps), lower, upper, cli=cli)
-    grid = Grid(lower, upper, eps, p["eta"])
+    grid = Grid(lower, upper, eps, grid_eta(p["eta"]))
     test = _usable_test(p["core"], grid, stacklevel + 1)
     # 7-D/8-D: the sparse release on cells twice as wide (results/coarse78/RULE.md)
     grid = coarse_release(
