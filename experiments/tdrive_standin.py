@@ -21,6 +21,12 @@ Written outside the repository (``--out``, e.g. ``/work/tdrive_data/full``).
 
     python -m experiments.tdrive_standin --units 10250 --out /work/tdrive_data/full
     python -m experiments.tdrive_standin --units 1025 --out /work/tdrive_data/tenth
+
+A high-rate fleet (Porto's or Rome's taxis: a fix every 5-15 s, a few hundred
+taxis), the same generator and city, Parquet only:
+
+    python -m experiments.tdrive_standin --units 300 --interval 5 15 --gaps light --no-folder \
+        --out /work/tdrive_data/highrate
 """
 
 from __future__ import annotations
@@ -64,10 +70,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--days", type=int, default=DAYS)
     ap.add_argument("--seed", type=int, default=28)
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument(
+        "--interval",
+        type=float,
+        nargs=2,
+        default=INTERVAL,
+        metavar=("LO", "HI"),
+        help="each taxi's sampling interval, s (log-uniform between LO and HI; default T-Drive's 70 600; "
+        "Porto's or Rome's taxis: 5 15)",
+    )
+    ap.add_argument("--gaps", choices=("light", "heavy"), default="heavy", help="the generator's gaps")
+    ap.add_argument(
+        "--no-folder", action="store_true", help="write traces.parquet and box.txt only (no taxi_log/)"
+    )
     o = ap.parse_args(argv)
     t0 = time.process_time()
     city = generate(
-        o.units, o.days, INTERVAL, o.seed, "taxi", ranks="point", gaps="heavy", lights=True, depots=8
+        o.units, o.days, tuple(o.interval), o.seed, "taxi", ranks="point", gaps=o.gaps, lights=True, depots=8
     )
     lonlat = to_lonlat(to_km(city.lonlat), BEIJING).round(5)
     t1 = time.process_time()
@@ -88,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ),
         o.out / "traces.parquet",
     )
-    n_files = write_folder(o.out, lonlat, city.unit, city.time)
+    n_files = 0 if o.no_folder else write_folder(o.out, lonlat, city.unit, city.time)
     b = box(BEIJING)
     (o.out / "box.txt").write_text(" ".join(f"{v:.5f}" for v in b) + "\n")
     print(
