@@ -12,10 +12,10 @@ from dpdbscan.model.coretestwords import QuietRelease
 from dpdbscan.model.densitywords import DENSE_TIMES, DensityWords
 
 
-def _note(busiest: float) -> str:
+def _note(busiest: float, min_samples: float = 30, margin: float = 213.0) -> str:
     hist = SimpleNamespace(values=np.array([0.0, 12.0, busiest]), epsilon=1.0, grid=SimpleNamespace(eps=0.2))
-    spans = SimpleNamespace(noise_margin=213.0, threshold=243.0)
-    spec = SimpleNamespace(min_samples=30)
+    spans = SimpleNamespace(noise_margin=margin, threshold=min_samples + margin)
+    spec = SimpleNamespace(min_samples=min_samples)
     r = QuietRelease(hist, spans, spec, ("uncovered",), 49.5, "units", lambda km: f"{1000 * km:.0f} m")  # type: ignore[arg-type]
     note = DensityWords().utility_note(r)
     assert note is not None
@@ -30,3 +30,13 @@ def test_a_release_far_above_its_threshold_is_not_called_small_or_sparse():
     sparse = _note(243.0 * DENSE_TIMES - 1)
     assert "the margin dominates: the data are small or sparse" in sparse
     assert "Small or sparse data need a larger eps or a larger epsilon" in sparse
+
+
+def test_a_threshold_that_is_mostly_min_samples_is_not_blamed_on_the_noise():
+    """MinPts 1,028 on the same stops (margin 49.5, the busiest cell 9.5 times the
+    threshold): the note said "Small or sparse data need a larger eps or a larger
+    epsilon", though a larger epsilon only trims a margin of 49.5."""
+    note = _note(1077.5 * 9.5, min_samples=1028, margin=49.5)
+    assert "need a larger eps or a larger epsilon" not in note and "margin dominates" not in note
+    assert "mostly min_samples itself" in note and "a larger epsilon would change little" in note
+    assert "dpdbscan forecast" in note

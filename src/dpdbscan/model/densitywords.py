@@ -97,7 +97,10 @@ class DensityWords(CoreTestWords):
         :data:`DENSE_TIMES` times the threshold, as in a week of 10,250 taxis'
         stops at MinPts 30): then most counts lie spread beside the places,
         and "small or sparse data need a larger eps or epsilon" would be
-        wrong advice."""
+        wrong advice. Where the margin is below min_samples, the threshold is
+        mostly min_samples and a larger epsilon would change little: the note
+        says so instead (MinPts 1,028 on the same stops; MinPts 1000 on
+        Cabs-tiny in the README)."""
         if not r.problems:
             return None
         hist, problems, noise_std, noun = r.hist, r.problems, r.noise_std, r.noun
@@ -122,16 +125,19 @@ class DensityWords(CoreTestWords):
                 "times that. What the spans leave out is spread thin beside the dense places (a unit's "
                 "own stops, passage), not too few to see: a larger eps or epsilon is not what it needs."
             )
+        forecast = "'dpdbscan forecast' shows what a release can detect before it is made (docs/parameters.md)."
         if margin_value >= min_samples:
             cause += " (the margin dominates: the data are small or sparse for this epsilon)"
-        return (
-            "; ".join(PROBLEMS[p] for p in problems)
-            + ". "
-            + cause
-            + ". Small or sparse data need a larger eps or a "
-            "larger epsilon; 'dpdbscan forecast' shows what a release can detect before it is "
-            "made (docs/parameters.md)."
-        )
+            advice = ". Small or sparse data need a larger eps or a larger epsilon; "
+        else:
+            # the threshold is mostly the user's min_samples: a larger epsilon
+            # only trims the margin (the README's Cabs-tiny at MinPts 1000)
+            advice = (
+                ". That threshold is mostly min_samples itself, not the noise: a larger epsilon would "
+                "change little; a smaller min_samples or a larger eps puts more of the data in spans, "
+                "if that is what is wanted; "
+            )
+        return "; ".join(PROBLEMS[p] for p in problems) + ". " + cause + advice + forecast
 
 
 #: A release whose busiest cell's noisy count is over this many times the core
