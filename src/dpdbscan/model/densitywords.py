@@ -125,7 +125,9 @@ class DensityWords(CoreTestWords):
                 "times that. What the spans leave out is spread thin beside the dense places (a unit's "
                 "own stops, passage), not too few to see: a larger eps or epsilon is not what it needs."
             )
-        forecast = "'dpdbscan forecast' shows what a release can detect before it is made (docs/parameters.md)."
+        forecast = (
+            "'dpdbscan forecast' shows what a release can detect before it is made (docs/parameters.md)."
+        )
         if margin_value >= min_samples:
             cause += " (the margin dominates: the data are small or sparse for this epsilon)"
             advice = ". Small or sparse data need a larger eps or a larger epsilon; "
