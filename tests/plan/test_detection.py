@@ -194,9 +194,10 @@ def test_a_larger_k_needs_more_units_but_lets_units_roam_further():
 def test_the_sentence_says_when_nothing_is_detectable():
     few = DPDBSCAN(**PERSON).forecast(n_units_expected=20)
     assert few.units is not None and few.units.at.max_unit_cells is None
-    assert "nothing is detectable" in few.sentence() and "no single place" in few.sentence()
+    assert "nothing is detectable" in few.sentence() and "no place that lies in one cell" in few.sentence()
     some = DPDBSCAN(**PERSON).forecast(n_units_expected=1_000).sentence()
-    assert "no single place" not in some and "visit at most" in some and "grows with eps" in some
+    assert "no place that lies in one cell" not in some
+    assert "visit at most" in some and "grows with eps" in some
     # 24 units per cell of 100,000: units may visit every one of the 225 cells
     many = DPDBSCAN(**PERSON).forecast(n_units_expected=100_000).sentence()
     assert "0.024% of the 100,000), however many of the box's cells units visit." in many

@@ -298,7 +298,7 @@ class UnitForecast:
         )
         n = self.n_units
         if n is not None and d.spot_units > n:
-            out += f", more than the {n:,.0f} units expected: no single place can be a span"
+            out += f", more than the {n:,.0f} units expected: no place that lies in one cell can be a span"
         out += (
             f". A cell inside a cluster is core with the same probability once every cell within "
             f"eps of it keeps {d.per_cell_units:,} units after bounding"
