@@ -35,6 +35,12 @@ INSIDE = {
     # audits the Python side of a series (dpdbscan.series, documented in
     # docs/privacy.md 5.2), the door whose units it measures
     "experiments/audit_series_ids.py",
+    # audits the command line's doors on text that is not UTF-8 (round 8,
+    # docs/privacy.md section 8): runs dpdbscan.cli's main in process
+    "experiments/audit_non_utf8.py",
+    # prints the ledger's statements by accounting (results/ledger/statements.md):
+    # the composition rules themselves (dpdbscan.ledger.composition, dpdbscan.laws)
+    "experiments/ledger_statements.py",
 }
 #: A module of the package named in a string (importlib.import_module,
 #: __import__, a patch target): past the ``import`` statements the AST check
