@@ -296,8 +296,9 @@ def test_person_level_fits_are_charged_in_zcdp(tmp_path, capsys):
     path.write_text("\n".join(rows) + "\n")
     led = tmp_path / "b.ledger"
     init = ["ledger", "init", led, "--dataset", "cabs", "--epsilon", 2, "--delta", 1e-6, "--unit", "cab"]
-    rc, out, _ = run(capsys, *init, "--accounting", "zcdp")
+    rc, out, err = run(capsys, *init, "--accounting", "zcdp")
     assert rc == 0 and "per person (each 'cab')" in out and "accounting zcdp" in out
+    assert "counted by basic composition" not in err  # the rule was chosen: no note
     rc, _, err = run(capsys, "fit", path, *BASE, "--no-png", "--ledger", led, "--dataset", "cabs")
     assert rc == 2 and "n times its epsilon" in err  # an event-level fit on a budget per cab
     person = [
@@ -329,13 +330,31 @@ def test_person_level_fits_are_charged_in_zcdp(tmp_path, capsys):
     assert "accounting zcdp" in out and "by zCDP (rho adds, converted once)" in out
     # by the default accounting (basic composition) the deltas add: the second fit is refused
     basic = tmp_path / "basic.ledger"
-    rc, out, _ = run(capsys, *[basic if a == led else a for a in init])
+    rc, out, err = run(capsys, *[basic if a == led else a for a in init])
     assert rc == 0 and "accounting basic" in out
+    # basic by default at person level with a delta: init says what zcdp would count instead
+    assert "counted by basic composition (the default" in err and "--accounting zcdp" in err
+    assert "epsilon 1.45" in err and "accounting" not in out.split("accounting basic")[1]
     person = [basic if a == led else a for a in person]
     rc, _, err = run(capsys, "fit", path, *person, "--out-dir", tmp_path / "b0")
     assert rc == 0, err
     rc, _, err = run(capsys, "fit", path, *person, "--out-dir", tmp_path / "b1")
     assert rc == 2 and "by basic composition" in err and "delta=2e-06" in err
+    # a budget per row, or one without a delta, gets no such note (no Gaussian release fits it
+    # twice by either rule's delta, or the release is event level)
+    for extra in (["--delta", 1e-6], ["--unit", "cab"]):
+        rc, _, err = run(
+            capsys,
+            "ledger",
+            "init",
+            tmp_path / f"n{len(extra[0])}.ledger",
+            "--dataset",
+            "d",
+            "--epsilon",
+            1,
+            *extra,
+        )
+        assert rc == 0 and "counted by basic composition" not in err
 
 
 def test_sweep_charges_its_one_release_and_sweep_model_charges_nothing(tmp_path, capsys, data, ledger):

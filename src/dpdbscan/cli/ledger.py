@@ -99,7 +99,6 @@ _OPTIONS: dict[str, dict[str, dict[str, Any]]] = {
         },
         "--accounting": {
             "choices": ACCOUNTINGS,
-            "default": "basic",
             "help": "the rule that admits releases, fixed for the dataset's lifetime (valid however "
             "each release is chosen after the others): basic (default; epsilons add, deltas add; every "
             "kind of release) or zcdp (while all releases are pure their epsilons add, else their "
@@ -150,13 +149,27 @@ def cmd_ledger(args: argparse.Namespace, sink: WarningSink) -> int:
         if args.unit is not None and args.unit_from is not None:
             raise ValueError("ledger init: --unit COLUMN or --unit-from file|folder, not both")
         unit = args.unit if args.unit_from is None else LEDGER_UNIT[args.unit_from]
+        accounting = "basic" if args.accounting is None else args.accounting
         led = Ledger.create(
-            args.ledger, args.dataset, args.epsilon, args.delta, unit=unit, accounting=args.accounting
+            args.ledger, args.dataset, args.epsilon, args.delta, unit=unit, accounting=accounting
         )
         print(
             f"ledger {led.path}: dataset {led.dataset!r} registered with a lifetime budget of "
-            f"epsilon={args.epsilon:g}, delta={args.delta:g} {_per(unit)}, accounting {args.accounting}"
+            f"epsilon={args.epsilon:g}, delta={args.delta:g} {_per(unit)}, accounting {accounting}"
         )
+        if args.accounting is None and unit is not None and args.delta > 0:
+            # public: from the options alone; said once, when the rule is fixed
+            warnings.warn(
+                f"dataset {led.dataset!r} is counted by basic composition (the default, fixed now): "
+                "each release's epsilon and delta add, so two person-level fits at (epsilon=1, "
+                "delta=1e-6) need a lifetime (2, 2e-6). Person-level releases use Gaussian noise by "
+                "default, which 'ledger init --accounting zcdp' counts by its zCDP rho instead (those "
+                "two cost epsilon 1.45 at delta 1e-6), at the price of refusing releases on the "
+                "stability histogram (which --histogram auto picks on large grids; choose dense or "
+                "sparse). A registered dataset's accounting never changes.",
+                UserWarning,
+                stacklevel=1,
+            )
         return EXIT_OK
     if args.dataset is not None:
         accounts = [Ledger(args.ledger, args.dataset).account()]
