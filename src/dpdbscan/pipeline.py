@@ -432,9 +432,10 @@ def events_rows(
 def charge(accountant: Accountant, release: ReleaseSpec, *, spend: bool) -> None:
     """Check (``spend`` False) or record a release's spend. A Gaussian release
     is charged as rho-zCDP to an accountant that composes in zCDP (one with
-    ``check_rho``/``spend_rho``, :class:`dpdbscan.ZCDPAccountant`), plus the
-    stability threshold's delta if any; any other accountant, and any
-    Laplace release, is charged the stated (epsilon, delta)."""
+    ``check_rho``/``spend_rho``, :class:`dpdbscan.ZCDPAccountant`), with the
+    stability threshold's delta if any (which the ZCDPAccountant refuses: not
+    zCDP); any other accountant, and any Laplace release, is charged the
+    stated (epsilon, delta)."""
     noise = release.noise
     if noise.rho is not None and hasattr(accountant, "check_rho") and hasattr(accountant, "spend_rho"):
         extra = release.delta_threshold

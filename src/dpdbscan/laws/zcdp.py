@@ -13,6 +13,12 @@ on neighbouring inputs is at most ``rho * order`` for every Renyi order > 1
   Proposition 1.4); (epsilon, delta)-DP implies delta-approximate
   ``epsilon^2 / 2``-zCDP (their Proposition 1.13): :func:`pure_rho`;
 * **composition**: rho's add, and the deltas of approximate zCDP add;
+* **filter**: for spends chosen adaptively, admitting a spend while either
+  every spend is pure with their epsilons' sum within the budget, or the
+  rho's sum converts within it at the budget's delta, keeps the whole
+  sequence within the budget (a privacy filter, Rogers, Roth, Ullman and
+  Vadhan 2016; Feldman and Zrnic 2021 for the rho's):
+  :func:`filter_statements`, :class:`ZCDPAccountant`, the ledger's "zcdp";
 * **conversion**: rho-zCDP implies (epsilon, delta)-DP for
   ``delta = inf_{order > 1} exp((order - 1)(order rho - epsilon)) / (order - 1)
   * (1 - 1/order)^order`` (Canonne, Kamath and Steinke, Section 2.3,
@@ -38,7 +44,9 @@ References
 Bun and Steinke, "Concentrated Differential Privacy: Simplifications,
 Extensions, and Lower Bounds", TCC 2016 (arXiv:1605.02065). Canonne, Kamath
 and Steinke, "The Discrete Gaussian for Differential Privacy", NeurIPS 2020
-(arXiv:2004.00010).
+(arXiv:2004.00010). Rogers, Roth, Ullman and Vadhan, "Privacy Odometers and
+Filters: Pay-as-you-Go Composition", NeurIPS 2016. Feldman and Zrnic,
+"Individual Privacy Accounting via a Renyi Filter", NeurIPS 2021.
 """
 
 from __future__ import annotations
