@@ -676,8 +676,7 @@ class Ledger:
                 "(a release on the stability histogram, or one whose histogram is not known before the "
                 "data are read: the file's columns, or the automatic mode's count of the points above "
                 "--max-cells 8388608): choose --histogram dense or sparse, give the box with --columns, "
-                "or --max-cells at most 8388608 (or --n-expected). "
-                + NOTHING_READ
+                "or --max-cells at most 8388608 (or --n-expected). " + NOTHING_READ
             )
         if not fits(total, b.epsilon, b.delta):
             before = compose(held, b.delta, b.accounting)
