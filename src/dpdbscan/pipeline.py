@@ -49,7 +49,7 @@ from .plan.autoplan import (
     place_extent,
 )
 from .plan.outlook import Forecast, forecast
-from .plan.resolve import Resolved, resolve
+from .plan.resolve import Resolved, costliest, resolve
 from .post import auto, levelsearch, ownscale, sidebyside
 from .post.coretests import Spans, build_spans, core_test
 from .progress import stage
@@ -159,7 +159,10 @@ def fit(
     ``before_release``: called with the resolved release (public) after the
     accountant's check and before the mechanism reads a point (or the events
     are made); it may refuse by raising (a ledger's reservation,
-    :meth:`dpdbscan.ledger.Ledger.reserve`).
+    :meth:`dpdbscan.ledger.Ledger.reserve`). Where the automatic mode's DP
+    count may give a grid with another histogram, both are checked with, and
+    given, the costlier release (:func:`dpdbscan.plan.resolve.costliest`);
+    the accountant is charged after with the release made.
 
     ``noise_ahead``: a dense release's noise drawn before the points were
     read (:class:`dpdbscan.release.mechanism.NoiseAhead`); the release uses
@@ -197,10 +200,13 @@ def fit(
     if judged:
         _warn_limit(fc, stacklevel + 1)
     _in_memory_second(r, backend)
+    # the automatic mode's DP count may give a grid with another histogram:
+    # checked and reserved at the costlier (public)
+    charged = costliest(r, p, lower, upper, units=units is not None, places=places)
     if accountant is not None:
-        charge(accountant, r.release, spend=False)
+        charge(accountant, charged, spend=False)
     if before_release is not None:
-        before_release(r.release)
+        before_release(charged)
     try:
         events = p.get("events")
         if events is not None:
@@ -426,9 +432,10 @@ def events_rows(
 def charge(accountant: Accountant, release: ReleaseSpec, *, spend: bool) -> None:
     """Check (``spend`` False) or record a release's spend. A Gaussian release
     is charged as rho-zCDP to an accountant that composes in zCDP (one with
-    ``check_rho``/``spend_rho``, :class:`dpdbscan.ZCDPAccountant`), plus the
-    stability threshold's delta if any; any other accountant, and any
-    Laplace release, is charged the stated (epsilon, delta)."""
+    ``check_rho``/``spend_rho``, :class:`dpdbscan.ZCDPAccountant`), with the
+    stability threshold's delta if any (which the ZCDPAccountant refuses: not
+    zCDP); any other accountant, and any Laplace release, is charged the
+    stated (epsilon, delta)."""
     noise = release.noise
     if noise.rho is not None and hasattr(accountant, "check_rho") and hasattr(accountant, "spend_rho"):
         extra = release.delta_threshold

@@ -600,3 +600,19 @@ def test_a_seeded_release_is_recorded_in_the_words_of_its_model(monkeypatch):
     other = "seeded (another wording)"
     monkeypatch.setattr(ledger_cli, "SEEDED_RECORD", other)  # the one it reads
     assert ledger_cli.public_params(opts, {"random_state": 3}, "fit")["randomness"] == other
+
+
+@pytest.mark.parametrize("max_cells,cost", [(2**23, (1.0, 0.0)), (2**26, (1.0, 1e-6))])
+def test_fit_reserves_the_costlier_release_a_count_may_lead_to(max_cells, cost):
+    """An automatic 3-D release at event level is sized by a DP count of the
+    points: at --max-cells 2^26 a large count gives the stability histogram
+    (delta spent, not zCDP), so the ledger reserves its cost, (1, 1e-6) with
+    no rho, before anything is read; at 2^23 no count does (pure (1, 0))."""
+    from dpdbscan.cli.ledger import cost_in_box
+    from dpdbscan.plan.resolve import validated
+
+    p = validated(
+        dict(eps="auto", min_samples="auto", epsilon=1.0, delta=1e-6, max_cells=max_cells), cli=True
+    )
+    got = cost_in_box(p, np.zeros(3), np.ones(3), units=False, geo=False)
+    assert (got.epsilon, got.delta) == cost and (got.rho is None) == (cost[1] > 0)

@@ -14,6 +14,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpdbscan.exceptions import BudgetExceeded
 from dpdbscan.laws import zcdp
@@ -162,19 +164,149 @@ def test_accountant_many_small_pure_spends_beat_basic_composition():
     assert 5.0 < eps < 6.0
 
 
-def test_accountant_approximate_spends_and_refusals():
+def test_accountant_refuses_what_is_not_zcdp_whatever_the_budget():
+    """Before, an (epsilon, delta) spend counted as delta-approximate zCDP,
+    converted at the budget's delta less the spent deltas, or by basic
+    composition while no rho was spent: the smaller of two filters, not shown
+    to be one for spends chosen adaptively. Now a spend that is not zCDP is
+    refused, and the message says what to use instead."""
     acc = zcdp.ZCDPAccountant(epsilon=8.0, delta=1e-5)
-    acc.spend(1.0, 4e-6)  # delta-approximate 1/2-zCDP
-    acc.spend_rho(0.1)
-    eps, _ = acc.total()
-    assert eps == zcdp.epsilon_for(0.6 + 1e-16, 6e-6) or eps == pytest.approx(zcdp.epsilon_for(0.6, 6e-6))
-    with pytest.raises(BudgetExceeded):
-        acc.check(0.0, 7e-6)  # the deltas alone exceed the budget
+    with pytest.raises(BudgetExceeded, match=r"not zCDP.*dpdbscan\.BudgetAccountant"):
+        acc.check(1.0, 4e-6)  # admitted before
+    with pytest.raises(BudgetExceeded, match=r"stability histogram.*dpdbscan\.BudgetAccountant"):
+        acc.check_rho(0.1, 5e-7)  # the stability histogram's threshold: admitted before
+    with pytest.raises(BudgetExceeded, match="not zCDP"):
+        acc.spend(0.0, 1e-9)
+    with pytest.raises(BudgetExceeded, match="stability histogram"):
+        acc.spend_rho(0.0, 1e-9)
+    assert acc.spent_budget == [] and acc.spent_rho == [] and acc.total() == (0.0, 0.0)
+    # what is zCDP is counted as before
+    acc.spend(1.0, 0.0).spend_rho(0.1)
+    assert acc.total() == (zcdp.epsilon_for(zcdp.pure_rho(1.0) + 0.1, 1e-5), 1e-5)
     no_delta = zcdp.ZCDPAccountant(epsilon=10.0)
-    with pytest.raises(BudgetExceeded):
+    with pytest.raises(BudgetExceeded, match="exceed"):
         no_delta.check_rho(0.01)  # rho-zCDP never gives pure DP
+    no_delta.spend_rho(0.0).spend(10.0, 0.0)  # a 0-zCDP spend is 0-DP: (P) still holds
+    assert no_delta.total() == (10.0, 0.0)
     with pytest.raises(ValueError):
         zcdp.ZCDPAccountant(delta=2.0)
+
+
+def test_accountant_after_pure_spends_refuses_a_rho_spend_that_zcdp_cannot_hold():
+    """Pure spends admitted by (P) (their epsilons add up within the budget)
+    and then a rho-spend: the rho-spend ends (P) for good, so only (Z) can
+    admit it, and (Z) counts the pure spends at epsilon^2 / 2 (0.205 here,
+    beyond rho_budget = 0.0244 of (1, 1e-6)): refused, whatever its rho. A
+    further pure spend is still admitted by (P)."""
+    acc = zcdp.ZCDPAccountant(epsilon=1.0, delta=1e-6)
+    acc.spend(0.5, 0.0).spend(0.4, 0.0)
+    assert acc.total() == (pytest.approx(0.9), 0.0)
+    assert acc.rho > zcdp.rho_for(1.0, 1e-6) and acc.remaining_rho() == 0.0
+    with pytest.raises(BudgetExceeded, match="rho=1e-09"):
+        acc.check_rho(1e-9)
+    acc.spend(0.1, 0.0)
+    with pytest.raises(BudgetExceeded):
+        acc.check(1e-9, 0.0)
+    # the other order: rho first, then pure spends count in (Z) only
+    acc = zcdp.ZCDPAccountant(epsilon=1.0, delta=1e-6)
+    acc.spend_rho(0.02)
+    left = zcdp.rho_for(1.0, 1e-6) - 0.02
+    acc.check(math.sqrt(2 * left) * (1 - 1e-6), 0.0)
+    with pytest.raises(BudgetExceeded):
+        acc.check(math.sqrt(2 * left) * (1 + 1e-6), 0.0)
+
+
+def test_two_person_level_gaussian_releases_fit_a_budget_of_two():
+    """docs/privacy.md §1.5: two releases at (1, 1e-6), each rho_for(1, 1e-6)
+    -zCDP, cost epsilon 1.45 together at delta 1e-6 (not 2); a third brings
+    it to 1.81, still within (2, 1e-6)."""
+    rho = zcdp.rho_for(1.0, 1e-6)
+    acc = zcdp.ZCDPAccountant(epsilon=2.0, delta=1e-6)
+    acc.spend_rho(rho).spend_rho(rho)
+    eps, delta = acc.total()
+    assert round(eps, 2) == 1.45 and delta == 1e-6
+    acc.spend_rho(rho)
+    assert round(acc.total()[0], 2) == 1.81
+
+
+def _independent_rule(
+    pure: list[float], rhos: list[float], epsilon: float, delta: float
+) -> tuple[bool, bool]:
+    """(P) and (Z) as docs/privacy.md §5.1 states them, computed here: (Z)
+    through rho_budget = rho_for(epsilon, delta) (the accountant converts
+    the sum instead), so each is returned with a relative 1e-9 of room
+    either way: (surely admitted, possibly admitted)."""
+    total_rho = math.fsum(rhos) + math.fsum(e * e / 2 for e in pure)
+    p_holds = not any(r > 0 for r in rhos) and math.fsum(pure) <= epsilon * (1 + 1e-12)
+    rho_budget = zcdp.rho_for(epsilon, delta) if delta > 0 else -1.0
+    return (
+        p_holds or total_rho <= rho_budget * (1 - 1e-9),
+        p_holds or total_rho <= rho_budget * (1 + 1e-9),
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    budget=st.tuples(st.sampled_from([0.3, 1.0, 2.0, 5.0]), st.sampled_from([0.0, 1e-9, 1e-6, 1e-3])),
+    offers=st.lists(
+        st.one_of(
+            st.tuples(st.just("pure"), st.one_of(st.just(0.0), st.floats(1e-9, 1.5))),
+            # not below 1e-9: the conversion of a rho of 1e-20 or less states far
+            # more epsilon than it needs (valid, but not the rule's sum)
+            st.tuples(st.just("rho"), st.one_of(st.just(0.0), st.floats(1e-9, 0.3))),
+            st.tuples(st.just("delta"), st.floats(1e-12, 1e-3)),
+            st.tuples(st.just("stability"), st.floats(1e-12, 1e-3)),
+        ),
+        max_size=14,
+    ),
+)
+def test_accountant_is_the_filter_and_never_readmits(budget, offers):
+    """Every sequence of offered spends (each spent if the accountant admits
+    it): every admitted sequence satisfies (P) or (Z); an offer that neither
+    would admit is refused; a spend that is not zCDP is always refused; and a
+    refused offer stays refused after further admitted spends (monotone).
+    total() never states more than the budget."""
+    epsilon, delta = budget
+    acc = zcdp.ZCDPAccountant(epsilon=epsilon, delta=delta)
+    pure: list[float] = []
+    rhos: list[float] = []
+    refused: list[tuple[str, float]] = []
+
+    def offer(kind: str, x: float) -> bool:
+        try:
+            if kind == "pure":
+                acc.check(x, 0.0)
+            elif kind == "rho":
+                acc.check_rho(x)
+            elif kind == "delta":
+                acc.check(0.1, x)
+            else:
+                acc.check_rho(0.01, x)
+        except BudgetExceeded:
+            return False
+        return True
+
+    for kind, x in offers:
+        admitted = offer(kind, x)
+        if kind in ("delta", "stability"):
+            assert not admitted
+        else:
+            with_it = (pure + [x], rhos) if kind == "pure" else (pure, rhos + [x])
+            surely, possibly = _independent_rule(*with_it, epsilon, delta)
+            assert admitted in ((True,) if surely else (False,) if not possibly else (True, False))
+        if not admitted:
+            refused.append((kind, x))
+            continue
+        if kind == "pure":
+            acc.spend(x, 0.0)
+            pure.append(x)
+        else:
+            acc.spend_rho(x)
+            rhos.append(x)
+        assert _independent_rule(pure, rhos, epsilon, delta)[1]
+        assert all(not offer(k, y) for k, y in refused)
+        e, d = acc.total()
+        assert e <= epsilon * (1 + 1e-12) and d <= delta
 
 
 def test_bisection_stops_early_with_the_answer_of_every_step(monkeypatch):

@@ -208,3 +208,71 @@ def test_diffprivlib_accountant_with_delta():
     _est(histogram="sparse", accountant=acc).fit(_data())  # pure DP still fits
     eps_spent, delta_spent = acc.total()
     assert math.isclose(eps_spent, 2.0) and delta_spent == pytest.approx(1e-6)
+
+
+# --------------------------------------------------------------------------- #
+# the automatic mode's DP count sizes the grid: checked at the costlier release
+
+
+def _counted_3d(**kw):
+    """An automatic 3-D release whose grid a DP count of the points sizes:
+    at max_cells 2^26 a count of millions gives a grid over DENSE_MAX_CELLS,
+    so the stability histogram (delta spent), a small count the dense one."""
+    params = dict(
+        eps="auto",
+        min_samples="auto",
+        epsilon=1.0,
+        delta=1e-6,
+        bounds=([0.0] * 3, [1.0] * 3),
+        max_cells=2**26,
+    )
+    return DPDBSCAN(**{**params, **kw})
+
+
+def test_a_count_that_may_lead_to_the_stability_histogram_is_checked_before_it_is_made(monkeypatch, tmp_path):
+    """Before, the accountant was checked with the release before the count
+    (dense, Laplace: (1, 0)) and charged after with the one the count led to:
+    on millions of points the stability histogram's (1, 1e-6), refused only
+    after the noise was drawn by an accountant without that delta (and never
+    admitted by the ZCDPAccountant). Now both are checked, and a ledger
+    reserves, the costlier before anything is read, whatever the data."""
+    import dpdbscan.pipeline as pipeline
+    from dpdbscan import Ledger, ZCDPAccountant
+
+    X = np.random.default_rng(0).uniform(0, 1, (300, 3))
+    with monkeypatch.context() as m:
+
+        def reached(*a, **k):
+            raise AssertionError("the count was reached")
+
+        m.setattr(pipeline, "release_count", reached)
+        for acc in (ZCDPAccountant(epsilon=10.0, delta=1e-5), BudgetAccountant(epsilon=10.0, delta=0.0)):
+            with pytest.raises(BudgetExceeded):
+                _counted_3d(accountant=acc).fit(X)
+            assert acc.spent_budget == []
+        zledger = Ledger.create(tmp_path / "z.ledger", "pts", 10.0, 1e-5, accounting="zcdp")
+        with pytest.raises(BudgetExceeded, match="not zCDP"):
+            _counted_3d(ledger=zledger).fit(X)
+    # on few points the count leads to the dense release: charged (1, 0) after
+    basic = BudgetAccountant(epsilon=10.0, delta=1e-5)
+    ledger = Ledger.create(tmp_path / "b.ledger", "pts", 10.0, 1e-5)
+    est = _counted_3d(accountant=basic, ledger=ledger).fit(X)
+    assert est.histogram_.kind == "dense" and basic.total() == (1.0, 0.0)
+    assert [(r.cost.epsilon, r.cost.delta) for r in ledger.account().releases] == [(1.0, 1e-6)]
+
+
+@pytest.mark.parametrize("max_cells,kind", [(2**23, "dense"), (2**26, "stability")])
+def test_costliest_is_the_release_unless_a_count_may_change_its_histogram(max_cells, kind):
+    """At max_cells 2^23 no count leaves the dense histogram: the release is
+    checked as before; at 2^26 the release at the largest grid is."""
+    from dpdbscan.plan.resolve import costliest, resolve, validated
+
+    lower, upper = np.zeros(3), np.ones(3)
+    p = validated(_counted_3d(max_cells=max_cells).get_params())
+    r = resolve(p, lower, upper)
+    assert r.release.histogram == "dense"
+    got = costliest(r, p, lower, upper)
+    assert got.histogram == kind and (got is r.release) == (kind == "dense")
+    assert got.grid.n_cells <= max_cells and got.delta_spent == (0.0 if kind == "dense" else 1e-6)
+    # after the count (or without one) the release is its own bound
+    assert costliest(resolve(p, lower, upper, size_estimate=300.0), p, lower, upper).histogram == "dense"

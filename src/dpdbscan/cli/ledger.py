@@ -35,7 +35,7 @@ from ..ledger.store import Account, Release
 from ..model.describe import SEEDED_RECORD
 from ..params.parameters import grid_eta
 from ..plan.autoplan import PLACE_EXTENT_KM
-from ..plan.resolve import resolve
+from ..plan.resolve import costliest, resolve
 from ..prepare import project_box, split_bounds
 from ..prepare.door import declared_dimension
 from .common import EXIT_OK, ArgTarget, WarningSink
@@ -291,7 +291,7 @@ def cost_in_box(p: dict[str, Any], lower: Any, upper: Any, *, units: bool, geo: 
         # the fit's own plan: --geo looks for places (its base at person level)
         places = PLACE_EXTENT_KM if geo else None
         r = resolve(p, lower, upper, units=units, cli=True, places=places)
-    return release_cost(r.release)
+    return release_cost(costliest(r, p, lower, upper, units=units, cli=True, places=places))
 
 
 def public_box_of(opts: FitOptions) -> tuple[Any, Any] | None:

@@ -13,6 +13,12 @@ on neighbouring inputs is at most ``rho * order`` for every Renyi order > 1
   Proposition 1.4); (epsilon, delta)-DP implies delta-approximate
   ``epsilon^2 / 2``-zCDP (their Proposition 1.13): :func:`pure_rho`;
 * **composition**: rho's add, and the deltas of approximate zCDP add;
+* **filter**: for spends chosen adaptively, admitting a spend while either
+  every spend is pure with their epsilons' sum within the budget, or the
+  rho's sum converts within it at the budget's delta, keeps the whole
+  sequence within the budget (a privacy filter, Rogers, Roth, Ullman and
+  Vadhan 2016; Feldman and Zrnic 2021 for the rho's):
+  :func:`filter_statements`, :class:`ZCDPAccountant`, the ledger's "zcdp";
 * **conversion**: rho-zCDP implies (epsilon, delta)-DP for
   ``delta = inf_{order > 1} exp((order - 1)(order rho - epsilon)) / (order - 1)
   * (1 - 1/order)^order`` (Canonne, Kamath and Steinke, Section 2.3,
@@ -38,7 +44,9 @@ References
 Bun and Steinke, "Concentrated Differential Privacy: Simplifications,
 Extensions, and Lower Bounds", TCC 2016 (arXiv:1605.02065). Canonne, Kamath
 and Steinke, "The Discrete Gaussian for Differential Privacy", NeurIPS 2020
-(arXiv:2004.00010).
+(arXiv:2004.00010). Rogers, Roth, Ullman and Vadhan, "Privacy Odometers and
+Filters: Pay-as-you-Go Composition", NeurIPS 2016. Feldman and Zrnic,
+"Individual Privacy Accounting via a Renyi Filter", NeurIPS 2021.
 """
 
 from __future__ import annotations
@@ -217,28 +225,76 @@ def sigma_for(rho: float, l2_sensitivity: float) -> float:
     return s
 
 
+#: Relative slack of a comparison with a budget (the accountant's and the
+#: ledger's): covers the rounding of decimal inputs (ten spends of 0.1 fit a
+#: budget of 1), nothing more.
+TOLERANCE = 1e-12
+
+
+def filter_statements(
+    pure_epsilon: float | None, rho: float, delta_budget: float
+) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
+    """The two statements of the zCDP privacy filter about spends that are
+    all zCDP, together ``rho``-zCDP (docs/privacy.md §5.1, "The ledger's rule
+    is a privacy filter"):
+
+    * (P) ``(pure_epsilon, 0)`` when every spend is pure, ``pure_epsilon``
+      being the sum of their epsilons (None when one is not pure);
+    * (Z) ``(epsilon_for(rho, delta_budget), delta_budget)`` when
+      ``delta_budget > 0`` (None otherwise).
+
+    A spend is admitted while one of the two, with it, is :func:`within` the
+    budget; for spends chosen adaptively this is a valid filter at
+    ``delta_budget`` (the union with (P) costs no delta, as the whole
+    sequence's loss is at most ``pure_epsilon`` wherever (P) admitted the
+    last spend). The smaller epsilon of the two is the statement."""
+    pure = None if pure_epsilon is None else (float(pure_epsilon), 0.0)
+    through = (epsilon_for(rho, delta_budget), float(delta_budget)) if delta_budget > 0 else None
+    return pure, through
+
+
+def within(statement: tuple[float, float], epsilon: float, delta: float) -> bool:
+    """Whether an (epsilon, delta) statement is within a budget, to a
+    relative :data:`TOLERANCE`."""
+    e, d = statement
+    return e <= epsilon * (1 + TOLERANCE) and d <= delta * (1 + TOLERANCE)
+
+
+_INSTEAD = (
+    "use dpdbscan.BudgetAccountant instead (basic composition: a valid filter for any "
+    "(epsilon, delta) spends chosen adaptively)"
+)
+
+
 class ZCDPAccountant:
-    """Tracks privacy spent under zCDP composition against an (epsilon, delta) budget.
+    """A privacy filter in zCDP against an (epsilon, delta) budget, sound when
+    each spend is chosen after seeing the earlier releases.
 
     The interface of :class:`dpdbscan.release.accountant.BudgetAccountant` (``check``,
     ``spend``, ``total``) plus ``check_rho`` / ``spend_rho`` for mechanisms
     known to be rho-zCDP (the discrete Gaussian) and ``remaining_rho``.
 
-    A spend of (epsilon, delta) counts as delta-approximate
-    ``epsilon^2 / 2``-zCDP; the rho's and deltas add, and the total is
-    converted with :func:`epsilon_for` at the budget's delta less the spent
-    deltas. While no rho-spend has been made, basic composition
-    ``(sum epsilon, sum delta)`` is also a valid account, and the smaller
-    epsilon of the two is used: with pure spends only and ``delta = 0`` this
-    accountant agrees with :class:`~dpdbscan.release.accountant.BudgetAccountant`.
+    It admits a spend while, with it, **either** (P) every spend is pure
+    (``spend(epsilon, 0)``, no rho-spend) and the epsilons add up to at most
+    the budget's epsilon, **or** (Z) the rho's add up to at most the largest
+    rho that :func:`epsilon_for` converts within the budget at the budget's
+    delta (a pure spend counts ``epsilon^2 / 2``; needs ``delta > 0``:
+    rho-zCDP with rho > 0 never implies pure DP). The ledger's accounting
+    "zcdp" is the same rule (:func:`filter_statements`; docs/privacy.md §5.1
+    proves it a filter). With pure spends only and ``delta = 0`` it agrees
+    with :class:`~dpdbscan.release.accountant.BudgetAccountant`.
+
+    A spend that is not zCDP is refused (:class:`BudgetExceeded`) whatever
+    the budget: an (epsilon, delta) spend with delta > 0, and a rho-spend with
+    a further delta (the stability histogram's threshold). Count those with
+    :class:`~dpdbscan.release.accountant.BudgetAccountant`.
 
     Parameters
     ----------
     epsilon : float
         The epsilon budget (default: unlimited).
     delta : float
-        The delta budget. zCDP spends need ``delta > 0``: rho-zCDP with
-        rho > 0 never implies pure DP.
+        The delta budget, spent only by the conversion of (Z).
     """
 
     def __init__(self, epsilon: float = math.inf, delta: float = 0.0) -> None:
@@ -249,20 +305,20 @@ class ZCDPAccountant:
         self.spent_budget: list[tuple[float, float]] = []
         self.spent_rho: list[float] = []
 
-    def _account(
-        self, extra_rho: float = 0.0, extra: tuple[float, float] | None = None
-    ) -> tuple[float, float]:
-        """(epsilon, delta) of everything spent (plus an ``extra`` spend) at
-        the budget's delta; delta is the spent delta when that is larger."""
-        budget = self.spent_budget + ([extra] if extra else [])
-        rhos = self.spent_rho + ([extra_rho] if extra_rho else [])
-        d_spent = math.fsum(d for _, d in budget)
-        rho = math.fsum(rhos) + math.fsum(pure_rho(e) for e, _ in budget)
-        delta = max(self.delta, d_spent)
-        eps = epsilon_for(rho, delta - d_spent) if delta > d_spent else (0.0 if rho == 0 else math.inf)
-        if not rhos:
-            eps = min(eps, math.fsum(e for e, _ in budget))
-        return eps, delta
+    def _statements(
+        self, pure: float | None = None, rho: float | None = None
+    ) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
+        """(P) and (Z) of the spends so far, plus a further pure epsilon-spend
+        ``pure`` or rho-spend ``rho``."""
+        epsilons = [e for e, _ in self.spent_budget] + ([] if pure is None else [pure])
+        rhos = self.spent_rho + ([] if rho is None else [rho])
+        # a 0-zCDP spend is 0-DP (the output's law does not depend on the input)
+        all_pure = not any(r > 0 for r in rhos)
+        total_rho = math.fsum(rhos) + math.fsum(pure_rho(e) for e in epsilons)
+        return filter_statements(math.fsum(epsilons) if all_pure else None, total_rho, self.delta)
+
+    def _admits(self, pure: float | None = None, rho: float | None = None) -> bool:
+        return any(s is not None and within(s, self.epsilon, self.delta) for s in self._statements(pure, rho))
 
     @property
     def rho(self) -> float:
@@ -270,16 +326,17 @@ class ZCDPAccountant:
         return math.fsum(self.spent_rho) + math.fsum(pure_rho(e) for e, _ in self.spent_budget)
 
     def total(self) -> tuple[float, float]:
-        """(epsilon, delta): the spends so far are (epsilon, delta)-DP, at the
-        budget's delta (or the spent delta, if larger)."""
-        return self._account()
+        """(epsilon, delta): the spends so far are (epsilon, delta)-DP, the
+        smaller epsilon of (P) (while every spend is pure: the epsilons'
+        sum, delta 0) and (Z) (converted at the budget's delta)."""
+        stated = [s for s in self._statements() if s is not None]
+        # nothing states spends that are not all pure at a budget's delta of 0;
+        # the filter admits none (check_rho refuses rho > 0 there)
+        return min(stated, key=lambda s: s[0]) if stated else (math.inf, self.delta)
 
     def remaining_rho(self) -> float:
         """The largest further rho-spend that fits the budget (0 if none)."""
-        d_spent = math.fsum(d for _, d in self.spent_budget)
-        if self.delta <= d_spent:
-            return 0.0
-        return max(0.0, rho_for(self.epsilon, self.delta - d_spent) - self.rho)
+        return max(0.0, rho_for(self.epsilon, self.delta) - self.rho)
 
     def _refuse(self, what: str) -> None:
         e, d = self.total()
@@ -288,14 +345,18 @@ class ZCDPAccountant:
             f"delta={self.delta}); already spent rho={self.rho} ({e}, {d})"
         )
 
-    def _fits(self, account: tuple[float, float]) -> bool:
-        eps, delta = account
-        return eps <= self.epsilon + 1e-12 and delta <= self.delta + 1e-15
-
     def check(self, epsilon: float, delta: float) -> bool:
-        """Raise :class:`BudgetExceeded` if an (epsilon, delta)-DP spend would not fit."""
+        """Raise :class:`BudgetExceeded` if an (epsilon, delta)-DP spend would
+        not be admitted; one with delta > 0 never is (it is not zCDP)."""
         e, d = _check("epsilon", epsilon), _check("delta", delta)
-        if not self._fits(self._account(extra=(e, d))):
+        if d > 0:
+            raise BudgetExceeded(
+                f"ZCDPAccountant refuses a spend of (epsilon={epsilon}, delta={delta}): it counts "
+                "zCDP spends only, and an (epsilon, delta)-DP spend with delta > 0 (such as a "
+                "release on the stability histogram) is not zCDP; choose a release without delta "
+                f"(histogram 'dense' or 'sparse'), or {_INSTEAD}"
+            )
+        if not self._admits(pure=e):
             self._refuse(f"(epsilon={epsilon}, delta={delta})")
         return True
 
@@ -306,19 +367,24 @@ class ZCDPAccountant:
         return self
 
     def check_rho(self, rho: float, delta: float = 0.0) -> bool:
-        """Raise :class:`BudgetExceeded` if a rho-zCDP spend would not fit;
-        ``delta``: a further delta the same release spends outside zCDP
-        (delta-approximate rho-zCDP; the stability histogram's threshold)."""
+        """Raise :class:`BudgetExceeded` if a rho-zCDP spend would not be
+        admitted; ``delta``: a further delta the same release spends outside
+        zCDP (the stability histogram's threshold), which makes it not zCDP:
+        refused whenever ``delta > 0``."""
         r, d = _check("rho", rho), _check("delta", delta)
-        if not self._fits(self._account(extra_rho=r, extra=(0.0, d) if d else None)):
-            self._refuse(f"rho={rho}" + (f" with delta={delta}" if d else ""))
+        if d > 0:
+            raise BudgetExceeded(
+                f"ZCDPAccountant refuses a spend of rho={rho} with delta={delta} outside zCDP: "
+                "it counts zCDP spends only, and a release on the stability histogram is not "
+                "zCDP (its threshold lets a cell that one unit creates through with probability "
+                "up to its delta); choose histogram 'dense' or 'sparse', or " + _INSTEAD
+            )
+        if not self._admits(rho=r):
+            self._refuse(f"rho={rho}")
         return True
 
     def spend_rho(self, rho: float, delta: float = 0.0) -> ZCDPAccountant:
-        """Record a rho-zCDP spend (after :meth:`check_rho`), with ``delta``
-        spent outside zCDP if any."""
+        """Record a rho-zCDP spend (after :meth:`check_rho`)."""
         self.check_rho(rho, delta)
         self.spent_rho.append(float(rho))
-        if delta:
-            self.spent_budget.append((0.0, float(delta)))
         return self

@@ -66,7 +66,7 @@ from ..params.specs import ReleaseInfo, ReleaseSpec
 
 #: Relative slack of the comparison with the budget: covers the rounding of
 #: decimal inputs (ten releases at epsilon=0.1 fit a budget of 1), nothing more.
-TOLERANCE = 1e-12
+TOLERANCE = zcdp.TOLERANCE
 
 BASIC = "basic composition"
 #: The statement of :func:`compose_fixed` through zCDP (releases fixed in advance).
@@ -190,12 +190,15 @@ def compose(costs: Sequence[Cost], delta_budget: float, accounting: str = "basic
         return Total(math.inf, basic[1], NOT_ZCDP, basic, None, rho)
     # pure releases without a rho (upper_cost at delta 0) are pure(epsilon)
     rho = math.fsum(c.rho if c.rho is not None else zcdp.pure_rho(c.epsilon) for c in costs)
+    # the rule itself is the in-process ZCDPAccountant's too (laws.zcdp.filter_statements)
+    all_pure = all(c.delta == 0 for c in costs)
+    by_pure, through_zcdp = zcdp.filter_statements(basic[0] if all_pure else None, rho, delta_budget)
+    if not costs:  # nothing released: no conversion to state
+        through_zcdp = None
     candidates: list[tuple[str, tuple[float, float]]] = []
-    if all(c.delta == 0 for c in costs):
+    if by_pure is not None:
         candidates.append((BASIC, basic))
-    through_zcdp = None
-    if delta_budget > 0 and costs:
-        through_zcdp = (zcdp.epsilon_for(rho, delta_budget), float(delta_budget))
+    if through_zcdp is not None:
         candidates.append((ZCDP_FILTER, through_zcdp))
     if not candidates:  # pragma: no cover - only a non-pure release at delta_budget 0, refused above
         return Total(math.inf, basic[1], NOT_ZCDP, basic, None, rho)
@@ -228,7 +231,7 @@ def compose_fixed(costs: Sequence[Cost], delta_budget: float) -> Total:
 
 def fits(total: Total, epsilon_budget: float, delta_budget: float) -> bool:
     """Whether ``total`` is within the lifetime budget (to :data:`TOLERANCE`)."""
-    return total.epsilon <= epsilon_budget * (1 + TOLERANCE) and total.delta <= delta_budget * (1 + TOLERANCE)
+    return zcdp.within((total.epsilon, total.delta), epsilon_budget, delta_budget)
 
 
 def largest_pure(

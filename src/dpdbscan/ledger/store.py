@@ -674,8 +674,9 @@ class Ledger:
                 f"the ledger {self.path} refuses this release: dataset {self.dataset!r} is counted by "
                 "zCDP (accounting 'zcdp', fixed when it was registered), and this release is not zCDP "
                 "(a release on the stability histogram, or one whose histogram is not known before the "
-                "data are read): choose --histogram dense or sparse, or give the box with --columns. "
-                + NOTHING_READ
+                "data are read: the file's columns, or the automatic mode's count of the points above "
+                "--max-cells 8388608): choose --histogram dense or sparse, give the box with --columns, "
+                "or --max-cells at most 8388608 (or --n-expected). " + NOTHING_READ
             )
         if not fits(total, b.epsilon, b.delta):
             before = compose(held, b.delta, b.accounting)

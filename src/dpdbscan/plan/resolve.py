@@ -207,6 +207,38 @@ def resolve(
     return Resolved(release, spans, plan, p["random_state"], choices)
 
 
+def costliest(
+    r: Resolved,
+    p: Mapping[str, Any],
+    lower: np.ndarray,
+    upper: np.ndarray,
+    *,
+    units: bool = False,
+    cli: bool = False,
+    places: float | None = None,
+) -> ReleaseSpec:
+    """The release whose cost bounds that of every release ``r`` may become,
+    to be charged before the data are read: ``r.release``, unless a DP count
+    of the points is still to size its grid (the automatic mode,
+    :func:`dpdbscan.plan.autoplan.counts_points`) and the largest grid a count
+    can give, at ``max_cells`` cells, takes another histogram: with delta > 0
+    and histogram "auto", the stability histogram above
+    :data:`~dpdbscan.plan.histogramchoice.DENSE_MAX_CELLS` cells, which costs
+    (epsilon, delta) where the dense release's Laplace noise costs (epsilon,
+    0), and which is not zCDP. Then that release. A grid grows with the
+    count, so the histogram of every count is the one of the pre-count grid
+    or of the largest. Public inputs only; the count's noise is not read."""
+    size = r.release.size_estimate
+    if size is None or size.value is not None:
+        return r.release
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # resolve(...) said them of r
+        largest = resolve(
+            p, lower, upper, units=units, cli=cli, places=places, size_estimate=math.inf
+        ).release
+    return largest if largest.histogram != r.release.histogram else r.release
+
+
 def _warn_laplace_units(release: ReleaseSpec, p: Mapping[str, Any], opt, stacklevel: int) -> None:
     """Laplace noise grows as k with the contribution bound, Gaussian noise as
     sqrt(k): say so, with both standard deviations, when the user chose
@@ -533,4 +565,4 @@ def forecast_of(
     return replace(fc, units=unit_forecast(releases, ladder.index(base), n_units_expected))
 
 
-__all__ = ["Resolved", "check_scale", "forecast_of", "release_spec", "resolve", "validated"]
+__all__ = ["Resolved", "check_scale", "costliest", "forecast_of", "release_spec", "resolve", "validated"]
