@@ -465,7 +465,8 @@ def summary(model: SpanModel) -> str:
     proj = projection.projection_of(model)
     if proj is not None:
         lines.append(
-            f"  geo     : longitude and latitude projected to km around {proj.ref_lat:.4f} deg N "
+            "  geo     : longitude and latitude projected to km around "
+            f"{projection.latitude_text(proj.ref_lat)} "
             "(equirectangular, centred on the public box), so the lengths above are on the ground"
             + (
                 f"; sub-cells {projection.format_km(model.grid.width)} wide"

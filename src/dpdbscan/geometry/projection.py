@@ -89,6 +89,13 @@ def format_km(km: float) -> str:
     return f"{_plain(_three_digits(km))} km"
 
 
+def latitude_text(lat: float, decimals: int = 4) -> str:
+    """A latitude as a person writes it, with its hemisphere: ``37.77`` ->
+    ``"37.7700 deg N"``, ``-33.45`` -> ``"33.4500 deg S"`` (not "-33.4500
+    deg N", which reads as a latitude in the north)."""
+    return f"{abs(lat):.{decimals}f} deg {'S' if lat < 0 else 'N'}"
+
+
 def _three_digits(value: float) -> float:
     if value == 0:
         return 0.0
