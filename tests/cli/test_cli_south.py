@@ -1,10 +1,13 @@
 """A city south of the equator and west of Greenwich, as a newcomer's data come (issue 28,
 "design for traces in general"): what the command says about it."""
 
+import datetime as dt
+
 import numpy as np
 import pytest
 
 from dpdbscan.geometry.projection import latitude_text
+from dpdbscan.model import load_model
 
 from clirun import run
 
@@ -68,3 +71,87 @@ def test_without_longitude_latitude_names_the_note_gives_both_ways_out(capsys, t
     assert rc == 0, err
     a, b = header.split(",")
     assert f"--columns {b} {a}, or, if the columns are in order, --bounds -70.85 -33.65 -70.45 -33.25" in err
+
+
+def write_traces(path, layout, n_units=40, seed=1):
+    """Traces of ``n_units`` phones in Santiago, each stopping at two places for 10 min (a fix a
+    minute) with a drive between them; the time written as ``layout`` does (an strftime format)."""
+    rng = np.random.default_rng(seed)
+    start = dt.datetime(2026, 3, 2, 5, 0, tzinfo=dt.timezone(dt.timedelta(hours=-3)))
+    lines = ["device_id,timestamp,longitude,latitude"]
+    for u in range(n_units):
+        t = start + dt.timedelta(minutes=int(rng.integers(0, 600)))
+        for place in HOTSPOTS:
+            for _ in range(11):
+                lon, lat = (float(v) for v in place + rng.normal(0, 0.0002, 2))
+                lines.append(f"phone-{u:03d},{t.strftime(layout)},{lon!r},{lat!r}")
+                t += dt.timedelta(seconds=60)
+            for k in range(1, 6):  # the drive away: 600 m a minute
+                lines.append(
+                    f"phone-{u:03d},{t.strftime(layout)},{float(place[0]) + 0.0065 * k!r},{float(place[1])!r}"
+                )
+                t += dt.timedelta(seconds=60)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def fit_traces(capsys, path, out, *extra):
+    return run(
+        capsys, "fit", path, "--header", "--geo", "--bounds", *SANTIAGO, "--eps", "200m",
+        "--min-samples", "5", "--unit", "device_id", "--max-cells-per-unit", "4", "--delta", "1e-6",
+        "--time", "timestamp", "--stops", "100m", "5min", "--seed", "7", "--out-dir", out,
+        "--no-png", "--no-geojson", *extra,
+    )  # fmt: skip
+
+
+def test_day_first_times_are_read_with_time_format_as_their_iso_twin(capsys, tmp_path):
+    iso = write_traces(tmp_path / "iso.csv", "%Y-%m-%dT%H:%M:%S%z")
+    dmy = write_traces(tmp_path / "dmy.csv", "%d/%m/%Y %H:%M:%S")  # local time, day first
+    rc, out_iso, err = fit_traces(capsys, iso, tmp_path / "a")
+    assert rc == 0, err
+    assert "80 stop(s) of the units found" in err
+    # without --time-format no time reads, and the note says what to give
+    rc, _, err = fit_traces(capsys, dmy, tmp_path / "b")
+    assert rc == 0, err
+    assert "have no readable time" in err and "--time-format, e.g. '%d/%m/%Y %H:%M:%S'" in err
+    rc, out_dmy, err = fit_traces(capsys, dmy, tmp_path / "c", "--time-format", "%d/%m/%Y %H:%M:%S")
+    assert rc == 0, err
+    assert "80 stop(s) of the units found" in err and "no readable time" not in err
+    # the same stops (a fixed zone moves every time alike), so the same seeded release
+    a, c = load_model(tmp_path / "a" / "iso.spans.json"), load_model(tmp_path / "c" / "dmy.spans.json")
+    assert a.n_spans == c.n_spans
+    np.testing.assert_array_equal(a.histogram.values, c.histogram.values)
+    assert c.metadata["events"]["time_format"] == "%d/%m/%Y %H:%M:%S"
+    assert "time_format" not in a.metadata["events"]
+
+
+@pytest.mark.parametrize(
+    "extra, said",
+    [
+        (("--time-format", "%d/%m/%Y", "--time-unit", "ms"), "give one of them"),
+        (("--time-format", "%d/%m/%Y %Z"), "may not use %Z"),
+        (("--time-format", "today"), "no date or time code"),
+    ],
+)
+def test_a_time_format_that_cannot_apply_is_refused_before_reading(capsys, tmp_path, extra, said):
+    dmy = write_traces(tmp_path / "dmy.csv", "%d/%m/%Y %H:%M:%S", n_units=2)
+    rc, out, err = fit_traces(capsys, dmy, tmp_path / "o", *extra)
+    assert rc != 0 and out == "" and said in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_time_format_needs_a_time_column_and_text(capsys, tmp_path):
+    csv = write_points(tmp_path / "p.csv")
+    rc, out, err = run(
+        capsys, "fit", csv, "--header", "--geo", "--bounds", *SANTIAGO, "--eps", "50m",
+        "--min-samples", "100", "--time-format", "%d/%m/%Y", "--out-dir", tmp_path / "o",
+    )  # fmt: skip
+    assert rc != 0 and "--time-format goes with --time COLUMN" in err
+    plt = tmp_path / "t.plt"
+    plt.write_text("h\nh\nh\nh\nh\nh\n-33.44,-70.65,0,0,46083.2,2026-03-02,05:39:04\n")
+    rc, out, err = run(
+        capsys, "fit", plt, "--geo", "--bounds", *SANTIAGO, "--eps", "50m", "--min-samples", "100",
+        "--time", "time", "--time-format", "%d/%m/%Y", "--per", "day", "--out-dir", tmp_path / "o",
+    )  # fmt: skip
+    assert rc != 0 and "does not apply to PLT input" in err
+    assert not (tmp_path / "o").exists()
