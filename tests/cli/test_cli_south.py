@@ -155,3 +155,52 @@ def test_a_time_format_needs_a_time_column_and_text(capsys, tmp_path):
     )  # fmt: skip
     assert rc != 0 and "does not apply to PLT input" in err
     assert not (tmp_path / "o").exists()
+
+
+# --------------------------------------------------------------------------- across 180
+
+
+def fiji_points(seed=2, n=1500):
+    """Two hot spots either side of the antimeridian (lon 179.99 and 180.01 east), in 0..360."""
+    rng = np.random.default_rng(seed)
+    return np.vstack(
+        [rng.normal(c, [0.0004, 0.0003], (n, 2)) for c in ([179.995, -16.70], [180.004, -16.69])]
+    )
+
+
+def test_a_box_across_the_antimeridian_reads_minus_179_as_181(capsys, tmp_path):
+    from dpdbscan.geometry.projection import Equirectangular
+
+    proj = Equirectangular.from_bounds([179.5, -17.0], [180.5, -16.5])
+    # the same place to a nanometre (the two writings round differently in their last bit)
+    np.testing.assert_allclose(proj.forward([[-179.9, -16.7]]), proj.forward([[180.1, -16.7]]), atol=1e-12)
+    # inside an ordinary box nothing moves; a point more than 180 degrees away is the short way round
+    sf = Equirectangular.from_bounds([-122.48, 37.72], [-122.38, 37.82])
+    assert sf.forward([[-122.40, 37.8]])[0, 0] == (-122.40 - sf.lon0) * sf.kx
+    assert sf.forward([[120.0, 37.8]])[0, 0] == pytest.approx((120.0 - 360 - sf.lon0) * sf.kx)
+    P = fiji_points()
+    east = P.copy()
+    written = P.copy()
+    written[written[:, 0] > 180, 0] -= 360  # as a GPS writes them: -179.99
+    assert (written[:, 0] < 0).mean() > 0.4
+    for name, Q in (("east", east), ("written", written)):
+        path = tmp_path / f"{name}.csv"
+        path.write_text("longitude,latitude\n" + "\n".join(f"{float(a)!r},{float(b)!r}" for a, b in Q) + "\n")
+        rc, out, err = run(
+            capsys, "fit", path, "--header", "--geo", "--bounds", "179.5", "-17", "180.5", "-16.5",
+            "--eps", "50m", "--min-samples", "100", "--seed", "0", "--out-dir", tmp_path, "--no-png",
+        )  # fmt: skip
+        assert rc == 0, err
+        assert "outside the bounds" not in err
+    a, b = load_model(tmp_path / "east.spans.json"), load_model(tmp_path / "written.spans.json")
+    assert a.n_spans == b.n_spans == 2
+    np.testing.assert_array_equal(a.histogram.values, b.histogram.values)
+
+
+def test_a_box_written_west_of_minus_180_says_how_to_write_it(capsys, tmp_path):
+    csv = write_points(tmp_path / "p.csv")
+    rc, out, err = run(
+        capsys, "fit", csv, "--header", "--geo", "--bounds", "-180.5", "-17", "-179.5", "-16.5",
+        "--eps", "50m", "--min-samples", "100", "--out-dir", tmp_path / "o",
+    )  # fmt: skip
+    assert rc != 0 and "a box across the antimeridian is written east of 180: 179.5 .. 180.5" in err
