@@ -126,3 +126,25 @@ def test_a_format_that_reads_no_time_is_refused(fmt, said):
 def test_a_format_goes_with_seconds_only():
     with pytest.raises(ValueError, match="give one of them"):
         parse_times(["1"], "ms", time_format="%Y")
+
+
+@pytest.mark.parametrize("unit", ["s", "ms", "us", "ns"])
+def test_zone_aware_pandas_times_in_any_unit_are_read_as_one_column(monkeypatch, unit):
+    # pandas 2 reads a Parquet timestamp[ms, tz] as datetime64[ms, tz]: it was read value by value
+    # (a Timestamp's ISO text, then parsed: 86 s of CPU for 5.3M fixes against 3.5 s by the CLI)
+    pd = pytest.importorskip("pandas")
+    from dpdbscan.traces import times
+
+    when = pd.Series(pd.to_datetime([1_772_429_944_123, 1_772_429_945_000, None], unit="ms", utc=True))
+    when = when.dt.tz_convert("America/Santiago").astype(f"datetime64[{unit}, America/Santiago]")
+    want = [1_772_429_944.123 if unit != "s" else 1_772_429_944.0, 1_772_429_945.0]
+
+    def one_by_one(arr):
+        raise AssertionError("read value by value")
+
+    monkeypatch.setattr(times, "read_objects", one_by_one)
+    got = parse_times(when)
+    np.testing.assert_allclose(got[:2], want, rtol=0, atol=1e-6)
+    assert np.isnan(got[2])
+    index = pd.DatetimeIndex(when)
+    np.testing.assert_array_equal(parse_times(index), got)

@@ -57,6 +57,9 @@ ISO_ZONED = rf"^{_DATE}{_HMS}{_ZONE}$"
 _TRIM = r"^[ \t]+|[ \t]+$"
 
 
+#: The dtype of time-zone-aware pandas times (``DatetimeTZDtype``), in any unit.
+_ZONED_PANDAS = re.compile(r"^datetime64\[(s|ms|us|ns), .+\]$")
+
 #: The units a number of a time column may count since 1970-01-01 UTC
 #: (``--time-unit``), in parts of a second.
 TIME_UNITS = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}
@@ -89,9 +92,13 @@ def parse_times(values: Any, unit: str = "s", time_format: str | None = None) ->
     masked = _masked_numbers(values)
     if masked is not None:
         return masked
-    if hasattr(values, "dtype") and str(getattr(values, "dtype", "")).startswith("datetime64[ns,"):
-        # a time-zone-aware pandas Series: its UTC instants
-        values = values.dt.tz_convert("UTC").dt.tz_localize(None)
+    if _ZONED_PANDAS.match(str(getattr(values, "dtype", ""))):
+        # time-zone-aware pandas times, in any unit (pandas 2 reads a Parquet timestamp[ms, tz]
+        # as datetime64[ms, tz]): their UTC instants, as one datetime64 column
+        if hasattr(values, "dt"):  # a Series
+            values = values.dt.tz_convert("UTC").dt.tz_localize(None)
+        else:  # a DatetimeIndex or DatetimeArray
+            values = values.tz_convert("UTC").tz_localize(None)
     arr = as_column(values)
     if arr.ndim != 1:
         raise ValueError(f"times must be one-dimensional, one time per row; got shape {arr.shape}")
