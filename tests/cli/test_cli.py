@@ -874,7 +874,8 @@ def test_dask_says_what_it_clipped_as_the_in_memory_path_does(capsys, tmp_path, 
     elif case == "as ranges":
         assert "the bounds look like xmin xmax ymin ymax" in text and "i.e. 0 5 10 15" in text
     else:
-        assert "the columns look swapped: the box fits the points with 'y' first" in text
+        assert "the columns or the bounds look swapped: the box fits the points with 'y' first" in text
+        assert "--columns y x, or, if the columns are in order, --bounds" in text
 
 
 # --------------------------------------------------------------------------- help and progress

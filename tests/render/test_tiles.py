@@ -44,18 +44,29 @@ def _tile_of(lon: float, lat: float, z: int) -> tuple[int, int]:
 def tile_server(tmp_path_factory):
     """A folder of flat magenta tiles over the model's box (zoom 0 to
     MAX_ZOOM), served on 127.0.0.1 at a free port; records each path asked."""
-    root = tmp_path_factory.mktemp("tiles")
+    yield from _serve_tiles(tmp_path_factory.mktemp("tiles"), _geo_model())
+
+
+@pytest.fixture(scope="module")
+def tile_server_180(tmp_path_factory):
+    """:func:`tile_server` over :func:`_model_across_180`'s box: the world's
+    last tile columns west of the antimeridian, its first ones east of it."""
+    yield from _serve_tiles(tmp_path_factory.mktemp("tiles180"), _model_across_180())
+
+
+def _serve_tiles(root, model):
     rgba = np.zeros((256, 256, 4), dtype=np.uint8)
     rgba[...] = (*MAGENTA, 255)
     png = _png(rgba)
-    grid = _geo_model().grid
-    (lon0, lat0), (lon1, lat1) = projection_of(_geo_model()).inverse(np.array([grid.lower, grid.upper]))
+    grid = model.grid
+    (lon0, lat0), (lon1, lat1) = projection_of(model).inverse(np.array([grid.lower, grid.upper]))
     for z in range(MAX_ZOOM + 1):
+        n = 2**z
         (xa, yb), (xb, ya) = _tile_of(lon0, lat0, z), _tile_of(lon1, lat1, z)
         for x in range(xa - 1, xb + 2):
             for y in range(ya - 1, yb + 2):
-                (root / str(z) / str(x)).mkdir(parents=True, exist_ok=True)
-                (root / str(z) / str(x) / f"{y}.png").write_bytes(png)
+                (root / str(z) / str(x % n)).mkdir(parents=True, exist_ok=True)
+                (root / str(z) / str(x % n) / f"{y}.png").write_bytes(png)
     asked: list[tuple[str, int]] = []
 
     class Handler(http.server.SimpleHTTPRequestHandler):
@@ -74,6 +85,19 @@ def tile_server(tmp_path_factory):
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+def _model_across_180():
+    """A release over a box across the antimeridian (179.96 to 180.04 east), with a span either
+    side of the line (points written -179.99 east of it, as a GPS writes them)."""
+    from dpdbscan import fit_lonlat
+
+    rng = np.random.default_rng(3)
+    P = np.vstack(
+        [rng.normal(c, [0.0006, 0.0004], (3000, 2)) for c in ([179.985, -16.70], [180.015, -16.70])]
+    )
+    P[P[:, 0] > 180, 0] -= 360
+    return fit_lonlat(P, bounds=(179.96, -16.72, 180.04, -16.68), eps="100m", min_samples=50, random_state=0)
 
 
 def _geo_model():
@@ -251,3 +275,41 @@ def test_without_tiles_the_page_asks_no_server(browser, tile_server, tmp_path):
     browser.wait_for("document.documentElement.dataset.ready === '1'")
     assert browser.evaluate("document.querySelectorAll('image.tile').length") == 0
     assert not asked and all(u.startswith(("file:", "data:")) for u in browser.requested_urls())
+
+
+@pytest.mark.browser
+def test_a_box_across_the_antimeridian_gets_its_tiles_east_of_the_line(browser, tile_server_180, tmp_path):
+    # east of 180 the tiles are the world's first columns again: asked as x modulo 2^z, placed
+    # east of the line (they were clamped to the last column: no basemap east of the line)
+    base, asked = tile_server_180
+    model = _model_across_180()
+    assert model.n_spans == 2
+    tiles = Tiles(base + "/{z}/{x}/{y}.png", "© local test tiles", max_zoom=MAX_ZOOM)
+    path = write_map(model, tmp_path / "tiled180.html", tiles=tiles)
+    asked.clear()
+    browser.open(path.resolve().as_uri())
+    browser.wait_for("document.documentElement.dataset.ready === '1'")
+    browser.wait_for("document.querySelectorAll('image.tile').length")
+    z = int(browser.evaluate("document.getElementById('map').dataset.tileZoom"))
+    n = 2**z
+    keys = browser.evaluate("Array.from(document.querySelectorAll('image.tile')).map(e => e.dataset.tile)")
+    columns = {int(k.split("/")[1]) for k in keys}
+    assert any(x >= n for x in columns) and any(x < n for x in columns), (z, sorted(columns))
+    for _ in range(50):
+        if asked and all(code == 200 for _, code in asked) and len(asked) >= len(keys):
+            break
+        browser.evaluate("new Promise(r => setTimeout(r, 100))")
+    assert asked and all(code == 200 for _, code in asked), asked
+    assert all(int(p.split("/")[2]) < n for p, _ in asked)  # every tile asked exists in the world
+    # the span east of the line lies on a tile placed east of it
+    proj = projection_of(model)
+    anchors = proj.inverse(span_stats(model).anchor)
+    east = int(np.argmax(anchors[:, 0]))
+    assert anchors[east, 0] > 180
+    under = browser.evaluate(f"""(() => {{ const t = document.querySelector('#ids text[data-id="{east}"]');
+        const x = +t.getAttribute('x'), y = +t.getAttribute('y');
+        const e = document.elementsFromPoint(x, y).find(e => e.classList.contains('tile'));
+        return e ? e.dataset.tile : null; }})()""")
+    tx, ty = _tile_of(anchors[east, 0], anchors[east, 1], z)
+    assert under == f"{z}/{tx}/{ty}" and tx >= n
+    assert browser.console_errors() == []

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .. import __version__
 from ..exceptions import InsecureRandomnessWarning
+from ..files.formats import format_of
 from ..geometry import projection
 from ..model import summary as model_summary
 from ..model.describe import SEEDED_RECORD, protection_brief
@@ -51,6 +52,7 @@ from ..series import (
     no_period_note,
     start_series,
 )
+from ..traces.times import check_time_format
 from .common import (
     PRIVATE,
     Notes,
@@ -85,6 +87,40 @@ if TYPE_CHECKING:
 
 
 _DBSCAN = ("eps", "min_samples")
+
+
+def check_time_format_option(opts: FitOptions) -> None:
+    """Refuse, before anything is read, a ``--time-format`` that cannot
+    apply: without ``--time``, beside ``--time-unit`` (which reads numbers),
+    with the Dask backend (its workers read the time column themselves), or
+    on a PLT or GPX input (their times are ISO 8601 by the format, which the
+    reader reads); or one that reads no time (:func:`check_time_format`)."""
+    if opts.time_format is None:
+        return
+    if opts.time is None:
+        raise ValueError("--time-format goes with --time COLUMN (the column whose text it reads)")
+    if opts.time_unit != "s":
+        raise ValueError(
+            "--time-format reads the time column as text, --time-unit as numbers: give one of them"
+        )
+    if opts.backend == "dask":
+        raise ValueError("--time-format is read in memory: use --backend numpy")
+    fmt = opts.read.file_format
+    kind = None if fmt is None and str(opts.input) == "-" else _format_kind(opts.input, fmt)
+    if kind in ("plt", "gpx"):
+        raise ValueError(
+            f"--time-format does not apply to {kind.upper()} input: its times are ISO 8601 by the "
+            "format, and read as such without it"
+        )
+    check_time_format(opts.time_format)
+
+
+def _format_kind(path: Any, fmt: str | None) -> str | None:
+    """The input's format by ``--format`` or its name, None when neither says (a folder)."""
+    try:
+        return format_of(path, fmt).kind
+    except ValueError:
+        return None
 
 
 def check_fit_params(opts: FitOptions, eps: float | str | None = None, *, dry_run: bool = False) -> dict:
@@ -130,6 +166,7 @@ def check_fit_params(opts: FitOptions, eps: float | str | None = None, *, dry_ru
             "--stops and --trip-ends read each unit's trace in time order; the Dask backend "
             "shuffles (unit, cell) counts, not points, so it cannot yet: use --backend numpy"
         )
+    check_time_format_option(opts)
     if opts.ref_lat is not None and not opts.geo:
         raise ValueError("--ref-lat only applies with --geo")
     if opts.backend == "dask":
@@ -302,6 +339,8 @@ def fit_model(
             meta["events"]["status_column"] = str(opts.trip_ends)
         if opts.time_unit != "s":
             meta["events"]["time_unit"] = opts.time_unit
+        if opts.time_format is not None:
+            meta["events"]["time_format"] = opts.time_format
 
     if preload_png and pts.d != 2:
         # no picture but of 2-D points (write_outputs): the copy left
@@ -465,7 +504,8 @@ def summary(model: SpanModel) -> str:
     proj = projection.projection_of(model)
     if proj is not None:
         lines.append(
-            f"  geo     : longitude and latitude projected to km around {proj.ref_lat:.4f} deg N "
+            "  geo     : longitude and latitude projected to km around "
+            f"{projection.latitude_text(proj.ref_lat)} "
             "(equirectangular, centred on the public box), so the lengths above are on the ground"
             + (
                 f"; sub-cells {projection.format_km(model.grid.width)} wide"

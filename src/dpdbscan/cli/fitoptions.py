@@ -97,6 +97,7 @@ class FitOptions:
     events: Events | None = None
     time: str | None = None
     time_unit: str = "s"
+    time_format: str | None = None
     trip_ends: str | None = None
     per: str | None = None
     places_periods: int | None = None
@@ -130,6 +131,7 @@ class FitOptions:
             columns_text=None if args.columns is None else tuple(args.columns),
             events=events_from_args(args),
             time_unit=getattr(args, "time_unit", None) or "s",
+            time_format=getattr(args, "time_format", None),
         )
 
     @property
@@ -179,6 +181,7 @@ class FitOptions:
             transforms=steps,
             time_column=None if events is None and self.per is None else self.time,
             time_unit=self.time_unit,
+            time_format=self.time_format,
             status_column=self.trip_ends if events is not None and events.needs_status else None,
         )
 

@@ -329,6 +329,14 @@ def add_trace_options(p: ArgTarget) -> None:
         "timestamps say their own",
     )
     t.add_argument(
+        "--time-format",
+        metavar="FORMAT",
+        help="the layout of the --time column's text when it is not ISO 8601, in the codes of "
+        "Python's datetime.strptime: e.g. '%%d/%%m/%%Y %%H:%%M:%%S' (day first), '%%m/%%d/%%Y "
+        "%%I:%%M:%%S %%p'; UTC unless it has an offset (%%z); a time that does not match is "
+        "dropped with its row",
+    )
+    t.add_argument(
         "--stops",
         nargs=2,
         metavar=("RADIUS", "DURATION"),

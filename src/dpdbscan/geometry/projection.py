@@ -89,6 +89,13 @@ def format_km(km: float) -> str:
     return f"{_plain(_three_digits(km))} km"
 
 
+def latitude_text(lat: float, decimals: int = 4) -> str:
+    """A latitude as a person writes it, with its hemisphere: ``37.77`` ->
+    ``"37.7700 deg N"``, ``-33.45`` -> ``"33.4500 deg S"`` (not "-33.4500
+    deg N", which reads as a latitude in the north)."""
+    return f"{abs(lat):.{decimals}f} deg {'S' if lat < 0 else 'N'}"
+
+
 def _three_digits(value: float) -> float:
     if value == 0:
         return 0.0
@@ -112,9 +119,15 @@ def check_lonlat_box(lower: Vector, upper: Vector) -> None:
             f"-90 <= lat_min < lat_max <= 90, got latitudes {lat_lo:g}..{lat_hi:g}"
         )
     if not (-180 <= lon_lo < lon_hi <= 360):
+        across = ""
+        if -540 <= lon_lo < -180 < lon_hi <= 180:
+            across = (
+                f"; a box across the antimeridian is written east of 180: {lon_lo + 360:g} .. "
+                f"{lon_hi + 360:g} (points at -179.9 or 180.1 are read alike)"
+            )
         raise ValueError(
             f"--geo bounds must be lon_min lat_min lon_max lat_max in degrees with "
-            f"-180 <= lon_min < lon_max <= 360, got longitudes {lon_lo:g}..{lon_hi:g}"
+            f"-180 <= lon_min < lon_max <= 360, got longitudes {lon_lo:g}..{lon_hi:g}{across}"
         )
 
 
@@ -136,6 +149,22 @@ def check_lonlat_names(names: Sequence[object] | None, fix: str = "--columns {lo
             f"{second_name!r} in the latitude position; longitude comes first: "
             f"{fix.format(lon=second_name, lat=first_name)}. Nothing was read or spent"
         )
+
+
+def _the_short_way(east: np.ndarray) -> None:
+    """Degrees east of the centre, in place, each the short way round: a
+    value 180 or more degrees from the centre is the same meridian 360
+    degrees the other way. Inside a box (less than 180 degrees either side
+    of its centre) this changes nothing; it lets a box across the
+    antimeridian (``--bounds 179.5 -17 180.5 -16``) hold points written from
+    -180 to 180 (``-179.9``) and from 0 to 360 (``180.1``) alike. Each value
+    alone, by the public centre: a per-record rule."""
+    west = east < -180.0
+    if west.any():
+        east[west] += 360.0
+    far_east = east >= 180.0
+    if far_east.any():
+        east[far_east] -= 360.0
 
 
 @dataclass(frozen=True)
@@ -200,6 +229,8 @@ class Equirectangular:
         for j, (origin, scale) in enumerate(((self.lon0, self.kx), (self.lat0, KM_PER_DEGREE))):
             col = out[:, j]
             np.subtract(P[:, j], origin, out=col)
+            if j == 0:
+                _the_short_way(col)
             np.multiply(col, scale, out=col)
         return out
 

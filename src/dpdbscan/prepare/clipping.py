@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..geometry.projection import LAT_NAMES, LON_NAMES
 from .box import project_box, split_bounds
 from .notes import Notes
 from .prepared import Points
@@ -302,6 +303,12 @@ def outside_hint(pts: Points, bounds_in: list[float] | None) -> str:
     return hint_of(v, as_ranges, swapped, pts.names, pts.proj is not None, pts.geometry)
 
 
+def _lon_lat_in_order(names: Sequence[str]) -> bool:
+    """The two coordinate columns' names say longitude, then latitude."""
+    first, second = (str(n).strip().lower() for n in names[:2])
+    return first in ("x", *LON_NAMES) and second in ("y", *LAT_NAMES)
+
+
 def hint_of(
     bounds_in: Sequence[float] | None,
     as_ranges: float,
@@ -332,10 +339,26 @@ def hint_of(
             "y = latitude): write them so"
         )
     elif swapped > 0.9:
-        first = "longitude" if geo else "the first coordinate"
         names = names or ["0", "1"]
-        hint = (
-            f"the columns look swapped: the box fits the points with {names[1]!r} first; "
-            f"{first} comes first: --columns {names[1]} {names[0]}"
-        )
+        box = f"--bounds {v[1]:g} {v[0]:g} {v[3]:g} {v[2]:g}"
+        if geo and _lon_lat_in_order(names):
+            # the columns' names say longitude then latitude: the box is what is swapped
+            hint = (
+                "the bounds look latitude first: the box fits the points with their two "
+                f"coordinates swapped, and the columns are longitude then latitude ({names[0]!r}, "
+                f"{names[1]!r}); --bounds takes lon_min lat_min lon_max lat_max: {box}"
+            )
+        elif geo and not -90 <= v[0] < v[2] <= 90:
+            # the box read latitude first would not be a box on the Earth: the columns are swapped
+            hint = (
+                f"the columns look swapped: the box fits the points with {names[1]!r} first; "
+                f"longitude comes first: --columns {names[1]} {names[0]}"
+            )
+        else:
+            first = "longitude" if geo else "the first coordinate"
+            hint = (
+                f"the columns or the bounds look swapped: the box fits the points with "
+                f"{names[1]!r} first; {first} comes first: --columns {names[1]} {names[0]}, "
+                f"or, if the columns are in order, {box}"
+            )
     return f"most points are outside the bounds: {hint}"

@@ -114,6 +114,10 @@ class Source:
         What a number of the time column counts (``--time-unit``: ``"s"``,
         ``"ms"``, ``"us"``, ``"ns"``); other than seconds, the times are
         read into float seconds here (:func:`dpdbscan.traces.parse_times`).
+    time_format : str, optional
+        The layout of the time column's text (``--time-format``, the codes
+        of ``datetime.strptime``): the times are read by it here, each
+        value alone (:func:`dpdbscan.traces.times.parse_formatted`).
     block_counter : callable, optional
         Called on every block of a file's rows once it is projected (on the
         reading threads, so thread-safe), with the rows as the mechanism will
@@ -137,6 +141,7 @@ class Source:
     transforms: tuple[Transform, ...] = ()
     time_column: str | None = None
     time_unit: str = "s"
+    time_format: str | None = None
     status_column: str | None = None
     block_counter: Callable[[np.ndarray], None] | None = None
 
@@ -320,8 +325,8 @@ def read_file(source: Source, *, eta: float, notes: Notes | None = None) -> Poin
             choose=_chooser(source.geo, skip=skip),
             progress=source.progress,
         )
-    if times is not None and source.time_unit != "s":
-        times = parse_times(times, source.time_unit)
+    if times is not None and (source.time_unit != "s" or source.time_format is not None):
+        times = parse_times(times, source.time_unit, time_format=source.time_format)
     box = _box(source, X.shape[1], X)
     counts = None if prep is None else prep.result(X.shape[0])
     if box.proj is not None and counts is None:

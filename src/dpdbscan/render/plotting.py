@@ -732,6 +732,8 @@ def plot_model(
         ax.set_xlabel("longitude (degrees)")
         ax.set_ylabel("latitude (degrees)")
         ax.locator_params(axis="x", nbins=5)  # long tick labels such as -122.44 collide
+        # degrees as they are: near 180 matplotlib would write 0.05 and "+1.8e2" apart
+        ax.ticklabel_format(style="plain", useOffset=False)
         add_scale_bar(ax, proj.kx)
     elif len(model.metadata.get("columns") or []) == 2:
         ax.set_xlabel(model.metadata["columns"][0])

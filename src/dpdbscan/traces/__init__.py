@@ -210,13 +210,15 @@ def unreadable_note(events: Events, times: np.ndarray, status: np.ndarray | None
     if bad_t:
         parts.append(
             f"{bad_t:,} of {times.shape[0]:,} row(s) have no readable time (unix seconds, ISO 8601 "
-            "text or a timestamp)"
+            "text, a timestamp, or text in the layout of --time-format where one is given)"
         )
         if 2 * bad_t > times.shape[0]:
             # most rows: the column or its form, not a few bad rows (the counts only, no value)
             parts[-1] += (
                 ": check that --time names the time column; ISO text gives its zone as an offset "
-                "(Z, +02:00, -0700), not by name (PDT, Europe/Paris)"
+                "(Z, +02:00, -0700), not by name (PDT, Europe/Paris); text in another layout is "
+                "read with --time-format, e.g. '%d/%m/%Y %H:%M:%S' for 02/03/2026 05:39:04 (day "
+                "first)"
             )
     if bad_s:
         codes = getattr(events, "values", None)
