@@ -308,7 +308,16 @@ def fit(
     noun = unit_noun(model)
     problems = core_test(model.spec.core).problems(released, model.spans, model.spec)
     note = words_of(model.spec.core).utility_note(
-        QuietRelease(released, model.spans, model.spec, problems, fc.noise_std, noun, _ground(model))
+        QuietRelease(
+            released,
+            model.spans,
+            model.spec,
+            problems,
+            fc.noise_std,
+            noun,
+            _ground(model),
+            _events_noun(model),
+        )
     )
     flat = swamped_min_samples(model)
     if note and flat is not None:
@@ -356,6 +365,13 @@ def _no_unit_note(n_units: int) -> None:
             PrivateNoteWarning,
             stacklevel=2,
         )
+
+
+def _events_noun(model: SpanModel) -> str | None:
+    """ "stops" or "trip ends" where the points are events made from traces
+    (the user's option, recorded in the model), else None."""
+    kind = dict(model.metadata.get("events") or {}).get("kind")
+    return None if kind is None else {"stops": "stops", "trip ends": "trip ends"}.get(str(kind), "events")
 
 
 def _ground(model: SpanModel) -> Any:

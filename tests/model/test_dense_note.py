@@ -40,3 +40,30 @@ def test_a_threshold_that_is_mostly_min_samples_is_not_blamed_on_the_noise():
     assert "need a larger eps or a larger epsilon" not in note and "margin dominates" not in note
     assert "mostly min_samples itself" in note and "a larger epsilon would change little" in note
     assert "dpdbscan forecast" in note
+
+
+def _events_note(busiest: float, min_samples: float, margin: float) -> str:
+    hist = SimpleNamespace(values=np.array([0.0, 12.0, busiest]), epsilon=1.0, grid=SimpleNamespace(eps=0.2))
+    spans = SimpleNamespace(noise_margin=margin, threshold=min_samples + margin)
+    spec = SimpleNamespace(min_samples=min_samples)
+    length = lambda km: f"{1000 * km:.0f} m"  # noqa: E731
+    r = QuietRelease(hist, spans, spec, ("uncovered",), 20.0, "taxis", length, "stops")  # type: ignore[arg-type]
+    note = DensityWords().utility_note(r)
+    assert note is not None
+    return note
+
+
+def test_a_map_of_stops_is_not_told_most_points_are_noise():
+    """A newcomer's fleet of 1,000 taxis' stops at 200 m / MinPts 30 (margin above MinPts):
+    the map found its places (top-20 0.95, passage 0), and the note read "most points will
+    be labelled noise ... Small or sparse data need a larger eps", a failure and the wrong
+    advice for places. For events it says most stops are expected outside the spans."""
+    note = _events_note(400.0, min_samples=30, margin=52.0)
+    assert "most points will be labelled noise" not in note and "need a larger eps" not in note
+    assert "most stops lie outside the spans" in note and "usual for a map of places" in note
+    assert "few taxis for this epsilon" in note and "a larger epsilon lowers the margin" in note
+    assert "82 taxis within 200 m" in note and "400" not in note  # no released value quoted
+    # the margin below MinPts and far above the threshold: their own advice, the events' words
+    assert "mostly min_samples itself" in _events_note(1077.5 * 9.5, min_samples=1028, margin=49.5)
+    dense = _events_note(82.0 * DENSE_TIMES + 1, min_samples=30, margin=52.0)
+    assert "not small or sparse" in dense and "most stops lie outside the spans" in dense

@@ -35,7 +35,8 @@ class QuietRelease:
     the release is useful; ``noise_std``: one estimate's noise (the
     forecast's); ``noun``: what the counts count (units at person level);
     ``length``: how eps reads on the ground (a ``--geo`` model's metres),
-    None where lengths are the data's own."""
+    None where lengths are the data's own; ``events``: the kind of events the
+    points are (stops, trip ends), None for raw points."""
 
     hist: NoisyHistogram
     spans: Spans
@@ -44,6 +45,9 @@ class QuietRelease:
     noise_std: float
     noun: str = "points"
     length: Callable[[float], str] | None = None
+    #: what each point is when the input was made into events before the
+    #: release ("stops", "trip ends"; public: the user's option), else None
+    events: str | None = None
 
 
 class CoreTestWords(ABC):

@@ -104,6 +104,10 @@ class DensityWords(CoreTestWords):
         if not r.problems:
             return None
         hist, problems, noise_std, noun = r.hist, r.problems, r.noise_std, r.noun
+        said = {p: PROBLEMS[p] for p in problems}
+        if r.events is not None and "uncovered" in said:
+            # a map of places: most events are one unit's own or along the way
+            said["uncovered"] = EVENTS_UNCOVERED.format(events=r.events, noun=noun)
         min_samples, margin_value = r.spec.min_samples, r.spans.noise_margin
         threshold = min_samples + margin_value
         # on the ground where lengths read so: "a place needs about N taxis within 172 m"
@@ -118,7 +122,7 @@ class DensityWords(CoreTestWords):
         if r.spans.threshold > 0 and r.spans.threshold * DENSE_TIMES < busiest:
             # not short of data (a large fleet's stops): the rest is spread thin beside its places
             return (
-                "; ".join(PROBLEMS[p] for p in problems)
+                "; ".join(said.values())
                 + ". "
                 + cause
                 + f". The data are not small or sparse: the release's busiest cell counts over {DENSE_TIMES} "
@@ -128,7 +132,14 @@ class DensityWords(CoreTestWords):
         forecast = (
             "'dpdbscan forecast' shows what a release can detect before it is made (docs/parameters.md)."
         )
-        if margin_value >= min_samples:
+        if margin_value >= min_samples and r.events is not None:
+            # few units for this epsilon: places that fewer share stay out, whatever eps
+            cause += f" (the margin dominates: few {noun} for this epsilon)"
+            advice = (
+                f". Places that fewer {noun} share stay out of the spans; "
+                "a larger epsilon lowers the margin; "
+            )
+        elif margin_value >= min_samples:
             cause += " (the margin dominates: the data are small or sparse for this epsilon)"
             advice = ". Small or sparse data need a larger eps or a larger epsilon; "
         else:
@@ -139,13 +150,22 @@ class DensityWords(CoreTestWords):
                 "change little; a smaller min_samples or a larger eps puts more of the data in spans, "
                 "if that is what is wanted; "
             )
-        return "; ".join(PROBLEMS[p] for p in problems) + ". " + cause + advice + forecast
+        return "; ".join(said.values()) + ". " + cause + advice + forecast
 
 
 #: A release whose busiest cell's noisy count is over this many times the core
 #: threshold is not short of data (the summary's ``fleet`` line: a tenth).
 DENSE_TIMES = 10
 
+
+#: "uncovered" where the points are events (stops, trip ends): expected of
+#: a map of places, not a failure (a newcomer's fleet of 1,000 taxis read
+#: "most points will be labelled noise" beside a map that found its places).
+EVENTS_UNCOVERED = (
+    "most {events} lie outside the spans (less than half of the noisy counts are in their cells): "
+    "usual for a map of places, where most {events} are one unit's own (a home, a depot) or spread "
+    "along the way, and the spans are where many {noun} come together"
+)
 
 #: The problems of a release that says little, in words.
 PROBLEMS = {
@@ -195,4 +215,4 @@ def place_words(place: Mapping[str, Any] | None, length: Callable[[float], str] 
     )
 
 
-__all__ = ["ONE_SIDED", "DensityWords", "PROBLEMS", "density_sentence", "place_words"]
+__all__ = ["EVENTS_UNCOVERED", "ONE_SIDED", "DensityWords", "PROBLEMS", "density_sentence", "place_words"]
