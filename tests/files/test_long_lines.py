@@ -197,3 +197,30 @@ def test_one_units_short_lines_first_never_size_the_result_past_what_the_system_
     assert d2.X[40_000:].tobytes() == d.X.tobytes()
     assert d2.units.to_pylist()[40_000:] == d.units.to_pylist()
     assert np.isnan(d2.X[:40_000]).all()
+
+
+PLT_HEAD = "Geolife trajectory\nWGS 84\nAltitude is in Feet\nReserved 3\n0,2,255,My Track,0,0,2,8421376\n0\n"
+PLT_ROW = "39.9{},116.3,0,492,39745.1,2008-10-24,02:09:59"
+
+
+@pytest.mark.parametrize("end", ["\n", "\r\n"])
+def test_a_plt_line_longer_than_the_limit_is_one_malformed_row(tmp_path, monkeypatch, end):
+    """A PLT file's lines by the CSV rule: a line longer than the limit is
+    malformed, by the vectorised reader and the line-by-line one alike (a
+    line of 2 GiB failed the whole read: Arrow's text holds 2**31 bytes)."""
+    from dpdbscan.files import pltfile
+
+    monkeypatch.setattr(pltfile, "MAX_LINE", LIMIT, raising=False)
+    rows = [PLT_ROW.format(i) for i in range(20)]
+    base_path, long_path = tmp_path / "a.plt", tmp_path / "b.plt"
+    base_path.write_text(PLT_HEAD + end.join(rows) + end, newline="")
+    long_row = PLT_ROW.format("1" * (LIMIT + 1 - len(PLT_ROW.format(""))))
+    at_limit = PLT_ROW.format("1" * (LIMIT - len(PLT_ROW.format(""))))
+    assert len(long_row) == LIMIT + 1 and len(at_limit) == LIMIT
+    long_path.write_text(PLT_HEAD + end.join([*rows[:9], long_row, at_limit, *rows[9:]]) + end, newline="")
+    base = pltfile.read(base_path)
+    for read in (pltfile.read, pltfile.read_lines):
+        X, bad, malformed, times, _ = read(long_path)
+        assert np.isnan(X[9]).all() and malformed == base[2] + 1
+        assert X[10].tolist() == [116.3, 39.9111111111111111111111]
+        assert np.delete(X, [9, 10], axis=0).tobytes() == base[0].tobytes()
