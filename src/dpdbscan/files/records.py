@@ -333,7 +333,7 @@ def _halves(
         line = data.rstrip(b"\r\n") if long else data
         if long and len(line) <= MAX_LINE:
             return parse_rows(line, layout)
-        # one line, and it does not parse or is too long to
+        # one line, which does not parse or is too long to be parsed
         return (
             np.full((1, len(layout.usecols)), np.nan),
             _no_units(layout, 1),
