@@ -38,6 +38,9 @@ INSIDE = {
     # audits the command line's doors on text that is not UTF-8 (round 8,
     # docs/privacy.md section 8): runs dpdbscan.cli's main in process
     "experiments/audit_non_utf8.py",
+    # audits the command line's CSV doors on text too long for pyarrow (round 9,
+    # docs/privacy.md section 8): runs dpdbscan.cli's main in process
+    "experiments/audit_long_lines.py",
     # prints the ledger's statements by accounting (results/ledger/statements.md):
     # the composition rules themselves (dpdbscan.ledger.composition, dpdbscan.laws)
     "experiments/ledger_statements.py",

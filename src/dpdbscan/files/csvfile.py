@@ -23,9 +23,12 @@ from typing import Any
 import numpy as np
 
 from .records import (
+    MAX_LINE,
     BlockCounts,
     CsvLayout,
     count_lines,
+    first_terminator,
+    has_text,
     header_start,
     last_line_end,
     parse_rows,
@@ -250,24 +253,54 @@ def gzip_errors() -> tuple:
     return () if igzip is None else (igzip.isal_zlib.error,)
 
 
+#: What :func:`_blocks` yields in the place of a line longer than
+#: :data:`~dpdbscan.files.records.MAX_LINE`: one malformed record.
+OVERLONG = object()
+
+
 def _blocks(source: Source, head: bytes):
-    """Blocks of whole lines: ``head`` and then what ``source`` reads."""
-    rest = head
-    while True:
-        chunk = source.read(_BATCH)
-        if not chunk:
-            break
+    """Blocks of whole lines: ``head`` and then what ``source`` reads. A
+    line longer than :data:`MAX_LINE` is :data:`OVERLONG` in its place, its
+    bytes dropped as they are read (never held whole: one line of 2 GiB made
+    pyarrow fail the whole read, and one of any size was joined chunk by
+    chunk, in time quadratic in its length)."""
+    cut = last_line_end(head)
+    if cut:
+        yield head[:cut]
+        head = head[cut:]
+    # the start of the line being read (no line end in it): its parts and length
+    parts: list[bytes | memoryview] = [head] if head else []
+    size = len(head)
+    dropping = False  # within a line longer than MAX_LINE: its bytes are dropped
+    while chunk := source.read(_BATCH):
+        if dropping:
+            end = first_terminator(chunk)
+            if end < 0:
+                continue
+            yield OVERLONG
+            dropping, chunk = False, chunk[end:]
         cut = last_line_end(chunk)
-        if cut == 0:  # a line longer than a chunk
-            rest += chunk
+        if cut == 0:  # the line goes on past this chunk
+            parts.append(chunk)
+            size += len(chunk)
+            if size > MAX_LINE:
+                parts, size, dropping = [], 0, True
             continue
-        yield (
-            b"".join((rest, memoryview(chunk)[:cut]))
-            if rest
-            else (chunk if cut == len(chunk) else chunk[:cut])
-        )
+        if parts and size + first_terminator(chunk) > MAX_LINE:
+            yield OVERLONG
+            parts, size = [], 0
+            start = first_terminator(chunk)
+            chunk, cut = chunk[start:], cut - start
+        if parts:
+            parts.append(memoryview(chunk)[:cut])
+            yield b"".join(parts)
+        else:
+            yield chunk if cut == len(chunk) else chunk[:cut]
         rest = chunk[cut:]
-    if rest.strip(b"\r\n"):
+        parts, size = ([rest] if rest else []), len(rest)
+    if dropping:
+        yield OVERLONG
+    elif parts and has_text(rest := b"".join(parts)):
         yield rest
 
 
@@ -279,7 +312,9 @@ class _Rows:
     straight into place: the blocks are neither kept nor concatenated
     (which would hold the points twice), and the copying is spread over
     the threads. Sized from the first block's bytes per record and the
-    text's expected length; pages past the end are never touched.
+    text's expected length; pages past the end are never touched. When the
+    system refuses that size (a first block of short lines asks for many
+    times the rows the file holds), the size the rows read so far need.
     """
 
     def __init__(self, d: int, text_bytes: int | None):
@@ -293,9 +328,16 @@ class _Rows:
             guess = 0
             if self.X is None and self.text_bytes and k:
                 guess = int(self.text_bytes / max(block_bytes / k, 1.0) * 1.02) + 1024
-            cap = max(self.n + k, guess, 2 * (0 if self.X is None else self.X.shape[0]), 1024)
+            need = max(self.n + k, 1024)
+            cap = max(need, guess, 2 * (0 if self.X is None else self.X.shape[0]))
             drain()
-            grown = np.empty((cap, self.d))
+            try:
+                grown = np.empty((cap, self.d))
+            except MemoryError:
+                # the guess is from the first block's records (one unit's
+                # rows, perhaps, all short lines): it must not decide whether
+                # the read fails, so only what the rows read so far need may
+                grown = np.empty((need + need // 8, self.d))
             if self.X is not None:
                 grown[: self.n] = self.X[: self.n]
             self.X = grown
@@ -340,6 +382,19 @@ def _parse_into(block: bytes, layout, hook, dest: np.ndarray) -> tuple[BlockCoun
     return counts, units, also
 
 
+def _overlong_into(layout, hook, dest: np.ndarray) -> tuple[BlockCounts, Any, tuple]:
+    """A line longer than :data:`MAX_LINE` into its place ``dest``: a
+    malformed record (a row of NaN, its unit and fields missing), as
+    :func:`dpdbscan.files.records.parse_rows` reads one."""
+    import pyarrow as pa
+
+    dest[...] = np.nan
+    if hook is not None:
+        hook(dest)
+    units = None if layout.unit is None else pa.nulls(1, pa.binary())
+    return BlockCounts(rows=1, malformed=1), units, tuple(pa.nulls(1, pa.binary()) for _ in layout.also)
+
+
 def _parse_blocks(source: Source, head: bytes, layout, bar, hook=None):
     """Parse blocks on a few threads (pyarrow releases the GIL) while this
     thread reads and decompresses the next ones; each thread writes its rows
@@ -372,8 +427,12 @@ def _parse_blocks(source: Source, head: bytes, layout, bar, hook=None):
     with contextlib.nullcontext(_Inline()) if inline else ThreadPoolExecutor(max_workers=workers) as pool:
         try:
             for block in itertools.chain(ahead, blocks):
-                dest = rows.reserve(_records(block), len(block), drain)
-                pending.append(pool.submit(_parse_into, block, layout, hook, dest))
+                if block is OVERLONG:
+                    dest = rows.reserve(1, MAX_LINE, drain)
+                    pending.append(pool.submit(_overlong_into, layout, hook, dest))
+                else:
+                    dest = rows.reserve(_records(block), len(block), drain)
+                    pending.append(pool.submit(_parse_into, block, layout, hook, dest))
                 while len(pending) > workers:  # bounded memory
                     collect()
                 done = source.done()
@@ -414,11 +473,16 @@ def first_line(source: Source) -> tuple[bytes | None, bytes]:
     record like any other."""
     data = b""
     while True:  # up to the end of the first non-empty line
-        chunk = source.read(1 << 16)
+        chunk = source.read(max(1 << 16, len(data)))  # doubling: linear in the line's length
         data = header_start(data + chunk)
         if not chunk or last_line_end(data):
             break
-    return split_head(data, True)
+        if len(data) > MAX_LINE:
+            break
+    header, rest = split_head(data, True)
+    if header is not None and len(header) > MAX_LINE:  # no CSV header is that long: not CSV, or damaged
+        raise OSError("the first line is longer than a CSV header can be")
+    return header, rest
 
 
 def strip_bom(source: Source) -> bytes:

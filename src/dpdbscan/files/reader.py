@@ -169,7 +169,7 @@ class InputPoints:
         if self.n_malformed:
             out.append(
                 f"{self.n_malformed:,} line(s) with the wrong number of fields read as missing "
-                "(check --delimiter, --header and --fields)"
+                "(check --delimiter, --header and --fields; a line longer than 64 MiB is one, unread)"
             )
         if self.n_not_point:
             out.append(f"{self.n_not_point:,} row(s) whose geometry is not a point (or is empty) are dropped")

@@ -17,6 +17,7 @@ record alone:
 * **A malformed line** (a wrong number of fields) reads as a row of NaN in
   its place. A line whose quote does not close is read on its own, as if the
   quote closed where the line ends; it never swallows the lines after it.
+  A line longer than :data:`MAX_LINE` (64 MiB) is malformed too, unread.
 * **The privacy unit** (``CsvLayout.unit``, a person-level release's
   ``--unit`` column) is read as the field's bytes, exactly (quotes removed,
   nothing trimmed: ``"007"`` and ``"7"`` are two units), and never as a
@@ -156,7 +157,7 @@ class CsvLayout:
 # --------------------------------------------------------------- the header
 def split_first_line(data: bytes) -> tuple[bytes, bytes]:
     """``(first line without its terminator, the rest)`` of ``data``."""
-    cut = _first_terminator(data)
+    cut = first_terminator(data)
     if cut < 0:
         return data, b""
     end = cut + 1
@@ -165,7 +166,8 @@ def split_first_line(data: bytes) -> tuple[bytes, bytes]:
     return data[:cut], data[end:]
 
 
-def _first_terminator(data: bytes) -> int:
+def first_terminator(data: bytes) -> int:
+    """Index of the first line terminator of ``data`` (-1 if none)."""
     n, r = data.find(b"\n"), data.find(b"\r")
     return min(n, r) if n >= 0 and r >= 0 else max(n, r)
 
@@ -179,6 +181,13 @@ def last_line_end(data: bytes) -> int:
     """
     return max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
 
+
+#: The longest line read as a record, in bytes without its line end (64
+#: MiB, as for a GPX point): a longer line is malformed, a row of NaN
+#: dropped and counted, and its bytes are never held whole nor handed to
+#: pyarrow, whose CSV reader takes at most 2**31 - 1 bytes at once (one line
+#: of 2 GiB failed the whole read: docs/privacy.md section 8, round 9).
+MAX_LINE = 1 << 26
 
 #: A UTF-8 byte order mark: an encoding mark of the file, not part of its first record.
 BOM = b"\xef\xbb\xbf"
@@ -284,6 +293,12 @@ def parse_rows(
     d = len(layout.usecols)
     if not has_text(data):
         return np.empty((0, d)), _no_units(layout, 0), BlockCounts(), _no_also(layout, 0)
+    if len(data) > MAX_LINE:
+        # pyarrow parses at most 2**31 - 1 bytes at once: a longer block (a
+        # Dask backend's whole gzip file, or one line that long) failed the
+        # whole read. Cut at line ends instead, each part parsed alone as any
+        # block is; a single line longer than MAX_LINE is malformed.
+        return _halves(data, layout, long=True)
     # pyarrow drops a byte order mark at the start of what it is given, and a
     # block (or a half of one) may start on a line that begins with one. The
     # file's own mark is gone before the first block; here it is a line's
@@ -300,10 +315,27 @@ def parse_rows(
         joined = True
     if not joined:
         return X, units, counts, also
+    return _halves(data, layout, long=False)
+
+
+def _halves(
+    data: bytes, layout: CsvLayout, long: bool
+) -> tuple[np.ndarray, pa.Array | None, BlockCounts, tuple[pa.Array, ...]]:
+    """:func:`parse_rows` of ``data`` cut in two at a line end near its
+    middle, each part parsed alone. A single line (no line end to cut at)
+    is malformed: one that does not parse (``long`` False), or one longer
+    than :data:`MAX_LINE` (``long``; a shorter one, with more than
+    ``MAX_LINE`` bytes of line ends after it, is parsed without them)."""
+    import pyarrow as pa
+
     cut = _middle_line_end(data)
-    if cut == 0:  # one line, and it does not parse
+    if cut == 0:
+        line = data.rstrip(b"\r\n") if long else data
+        if long and len(line) <= MAX_LINE:
+            return parse_rows(line, layout)
+        # one line, which does not parse or is too long to be parsed
         return (
-            np.full((1, d), np.nan),
+            np.full((1, len(layout.usecols)), np.nan),
             _no_units(layout, 1),
             BlockCounts(rows=1, malformed=1),
             _no_also(layout, 1),
@@ -567,6 +599,7 @@ def _middle_line_end(data: bytes) -> int:
 
 __all__ = [
     "BOM",
+    "MAX_LINE",
     "drop_bom",
     "has_text",
     "header_start",
@@ -584,5 +617,6 @@ __all__ = [
     "header_fields",
     "is_number",
     "split_first_line",
+    "first_terminator",
     "last_line_end",
 ]
