@@ -167,7 +167,9 @@ def test_a_coarse_model_states_its_ratio_and_round_trips():
     assert np.array_equal(back.predict(X), model.predict(X))
     # re-parameterised down to the release's own eps, not below
     assert with_params(model, eps=eps).n_spans == model.n_spans
-    assert with_params(model, eps=1.5 * eps).grid.eps == 1.5 * eps
+    # (1.1 eps, not 1.5: the 7-D core test at 1.5 eps took 7.6 s of CPU, at 1.1 eps 1.6 s;
+    # both above the release's eps on its eta-8 cells, eta' = 7.3 or 5.3, the same path)
+    assert with_params(model, eps=1.1 * eps).grid.eps == 1.1 * eps
     with pytest.raises(ValueError, match="finer than this release can resolve"):
         with_params(model, eps=0.9 * eps)
 
