@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from . import blobs_nd
+from .peakrss import own_peak_bytes
 
 METHODS = ("dbscan", "dpdbscan", "sklearn", "dpdbscan-bound")
 #: The issue's targets: fit <= 2x the ``dbscan`` package, <= 2 GB, ARI >= 0.95.
@@ -77,15 +78,13 @@ def _fit(method: str, X: np.ndarray, d: int) -> tuple[float, np.ndarray]:
 
 def child(method: str, d: int, seed: int, n: int | None, labels_out: str) -> None:
     """One fit in this (fresh) process; prints a JSON line, saves the labels."""
-    import resource
-
     X = blobs_nd.points(d, seed, n)
     # the first fit of a process also fills its caches (dpdbscan: the ball
     # weights of (d, eta, k), computed once per process); both are reported
     cold, _ = _fit(method, X, d) if method != "sklearn" else (None, None)
     seconds, labels = _fit(method, X, d)
     np.save(labels_out, labels)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    peak = own_peak_bytes()
     print(json.dumps({"fit_s": seconds, "cold_s": cold, "peak_rss_bytes": peak}), flush=True)
 
 

@@ -17,6 +17,25 @@ import sys
 import time
 
 
+def own_peak_bytes() -> int:
+    """This process's own peak RSS in bytes: ``VmHWM`` of /proc/self/status,
+    the high-water mark of its current address space, which ``exec`` starts
+    afresh (``ru_maxrss`` keeps the replaced one's: a child started from a big
+    benchmark process reported that process's size, 8.55 GB for every fit of
+    ``bench_dims`` after ``make bench``'s 1e8-row section). ``ru_maxrss``
+    where /proc is missing."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 def main(cmd: list[str]) -> int:
     sys.stdout.flush()
     t0 = time.perf_counter()
