@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import resource
 import sys
 import tempfile
 import time
@@ -102,7 +101,9 @@ def main(argv: Sequence[str]) -> dict[str, Any]:
             write(Path(tmp) / f"bench.{name}")
             t[name] = time.perf_counter() - s
     t["total"] = time.perf_counter() - T0
-    t["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    from .peakrss import own_peak_bytes  # after the timed stages
+
+    t["peak_rss_bytes"] = own_peak_bytes()
     t["n_spans"] = model.n_spans
     return t
 

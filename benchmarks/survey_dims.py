@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from . import blobs_nd
+from .peakrss import own_peak_bytes
 
 
 def _cpu() -> float:
@@ -79,7 +80,7 @@ def point(d: int, alpha: float, seed: int, extra: dict) -> dict:
         "first_cpu": runs["dpdbscan"][0][0],
         "dbscan_cpu": runs["dbscan"][-1][0],
         "dbscan_wall": runs["dbscan"][-1][1],
-        "peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9,
+        "peak_gb": own_peak_bytes() / 1e9,
         "ari": float(adjusted_rand_score(ref, labels)),
         "load": [load, os.getloadavg()[0]],
     }

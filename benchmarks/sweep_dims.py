@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -49,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from . import blobs_nd
+from .peakrss import own_peak_bytes
 from .peer import Peer
 from .survey_dims import _timed
 
@@ -95,7 +95,7 @@ def one(case: dict, seed: int, rounds: int, options: dict | None = None) -> dict
         kw = dict(min_samples=m, epsilon=1.0, bounds=(0.0, 1.0), random_state=seed, **(options or {}))
         est = DPDBSCAN(alpha, **kw)
         cold = _timed(lambda: est.fit(X))
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
+        peak = own_peak_bytes() / 1e9
         ours: list[tuple] = []
         peer: list[tuple] = []
         # the dbscan package in a process of its own (benchmarks/peer.py): its
