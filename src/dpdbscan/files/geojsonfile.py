@@ -34,7 +34,9 @@ is the file writer's, not a unit's, and is checked when the file is opened
 refused before anything is read or charged. A ``"type"`` after the features
 only makes a note. Valid JSON that is not a point never stops the read, and
 a valid file is read the same with or without the search (it runs only
-after a break).
+after a break). A feature longer than :data:`MAX_RECORD` (64 Mi characters)
+is a broken one, its text never held past about twice that; a value of the
+envelope before the features that long refuses the file.
 """
 
 from __future__ import annotations
@@ -49,12 +51,19 @@ from typing import IO, Any
 
 import numpy as np
 
+from .records import MAX_LINE
 from .unitids import canonical_id, id_token
 
 #: Features converted at a time.
 CHUNK = 1 << 15
-_READ = 1 << 20  # bytes read from the file at a time
+_READ = 1 << 20  # bytes read from the file at a time, at least
 _WS = " \t\n\r"
+#: The longest value read among the features, in characters of its text (a
+#: feature: 64 Mi, as a CSV line and a GPX point, docs/privacy.md section 8,
+#: round 9): a longer one is dropped as a broken feature, counted, and
+#: reading goes on at the next line that begins with ``{``
+#: (:func:`_recovering`), its text never held past the limit.
+MAX_RECORD = MAX_LINE
 
 
 class _Stream:
@@ -69,11 +78,15 @@ class _Stream:
         self.mark: int | None = None
 
     def more(self) -> bool:
+        """Read on. At least as much as is held is read at once, so that a
+        long value, held and decoded again after each read until it is
+        whole, costs time linear in its length (1 MB at a time, a 200 MB
+        feature was copied and decoded 200 times over: minutes)."""
         if self.eof:
             return False
-        data = self.f.read(_READ)
-        self.eof = not data
         keep = self.pos if self.mark is None else min(self.pos, self.mark)
+        data = self.f.read(max(_READ, len(self.buf) - keep))
+        self.eof = not data
         self.buf = self.buf[keep:] + self.decoder.decode(data, final=self.eof)
         self.pos -= keep
         if self.mark is not None:
@@ -116,12 +129,21 @@ class _Stream:
         self.pos += 1
         return c
 
+    def more_of_value(self, start: int) -> bool:
+        """:meth:`more` for a value begun at ``start`` and not whole yet:
+        :class:`TooLong` once its text is more than :data:`MAX_RECORD`
+        characters."""
+        if len(self.buf) - start > MAX_RECORD:
+            raise TooLong(f"a value longer than {MAX_RECORD:,} characters")
+        return self.more()
+
     def value(self, decoder: json.JSONDecoder) -> Any:
         """The next JSON value, read whole. Valid JSON beyond a limit of
         Python's decoder is read all the same, that value alone as
         :data:`NO_VALUE`: an integer of more digits than Python reads
         (4,300), or a value nested deeper than its recursion limit (the
-        whole value, skipped); never the end of the stream."""
+        whole value, skipped); never the end of the stream. A value longer
+        than :data:`MAX_RECORD` is :class:`TooLong` (a ValueError)."""
         self.skip_ws()
         while True:
             try:
@@ -129,7 +151,7 @@ class _Stream:
             except json.JSONDecodeError as exc:
                 # a line break at or after the error: no more text can mend it
                 # (no JSON token holds one, and no string may)
-                if _LINE_BREAK.search(self.buf, exc.pos) is None and self.more():
+                if _LINE_BREAK.search(self.buf, exc.pos) is None and self.more_of_value(self.pos):
                     continue
                 raise ValueError("not JSON") from None
             except RecursionError:
@@ -142,8 +164,10 @@ class _Stream:
                 continue
             if end == len(self.buf) and not self.eof and isinstance(value, (int, float, _NoValue)):
                 # a number may go on in the next piece
-                if self.more():
+                if self.more_of_value(self.pos):
                     continue
+            if end - self.pos > MAX_RECORD:  # whole in one read, but too long all the same
+                raise TooLong(f"a value longer than {MAX_RECORD:,} characters")
             self.pos = end
             return value
 
@@ -162,7 +186,7 @@ class _Stream:
             if m is None or (m.group() == "\\" and m.end() == len(self.buf)):
                 # the value goes on in the next piece (an escape's character too)
                 off = i - self.pos
-                if not self.more():
+                if not self.more_of_value(self.pos):
                     raise ValueError("not JSON")
                 i = self.pos + off
                 continue
@@ -178,8 +202,14 @@ class _Stream:
             elif not closers or closers.pop() != c:
                 raise ValueError("not JSON")
             if not closers and not in_string:
+                if i - self.pos > MAX_RECORD:
+                    raise TooLong(f"a value longer than {MAX_RECORD:,} characters")
                 self.pos = i
                 return
+
+
+class TooLong(ValueError):
+    """A value longer than :data:`MAX_RECORD` characters: not read."""
 
 
 class _NoValue:
@@ -287,6 +317,10 @@ def check_head(path: Path) -> None:
                     raise _NotACollection('it has no "features" member: not a FeatureCollection')
     except _NotACollection:
         raise
+    except TooLong:
+        raise ValueError(
+            f'a value before its "features" member is longer than {MAX_RECORD:,} characters'
+        ) from None
     except ValueError:  # the stream's and the decoder's (UnicodeDecodeError too): quoted nothing
         raise ValueError('it is not valid JSON before its "features" member') from None
 
