@@ -72,7 +72,11 @@ class _Stream:
 
     def __init__(self, f: IO[bytes]) -> None:
         self.f, self.buf, self.pos, self.eof = f, "", 0, False
-        self.decoder = codecs.getincrementaldecoder("utf-8-sig")()
+        # bytes that are not UTF-8 become U+DC80..U+DCFF (no valid UTF-8 gives
+        # those): they break the value that holds them, never the piece read
+        self.decoder = codecs.getincrementaldecoder("utf-8-sig")(errors="surrogateescape")
+        #: whether any text read held such bytes
+        self.escaped = False
         #: where a record began (kept when the position moves on, until the
         #: record is read), or None
         self.mark: int | None = None
@@ -87,7 +91,10 @@ class _Stream:
         keep = self.pos if self.mark is None else min(self.pos, self.mark)
         data = self.f.read(max(_READ, len(self.buf) - keep))
         self.eof = not data
-        self.buf = self.buf[keep:] + self.decoder.decode(data, final=self.eof)
+        text = self.decoder.decode(data, final=self.eof)
+        if not self.escaped and _ESCAPED.search(text) is not None:
+            self.escaped = True
+        self.buf = self.buf[keep:] + text
         self.pos -= keep
         if self.mark is not None:
             self.mark -= keep
@@ -168,8 +175,18 @@ class _Stream:
                     continue
             if end - self.pos > MAX_RECORD:  # whole in one read, but too long all the same
                 raise TooLong(f"a value longer than {MAX_RECORD:,} characters")
+            self.not_utf8(end)
             self.pos = end
             return value
+
+    def not_utf8(self, end: int) -> None:
+        """ValueError when the text from the position to ``end`` held bytes
+        that are not UTF-8: JSON text is UTF-8 (RFC 8259), so the value is
+        not JSON. One value alone (a byte of 0xff in a unit's feature
+        failed the whole piece read, 1 MB of other units' features, or the
+        whole file within its first MB: docs/privacy.md section 8, round 10)."""
+        if self.escaped and _ESCAPED.search(self.buf, self.pos, end) is not None:
+            raise ValueError("not UTF-8")
 
     def skip_nested(self) -> None:
         """Move past the array or object at the position without building
@@ -204,6 +221,7 @@ class _Stream:
             if not closers and not in_string:
                 if i - self.pos > MAX_RECORD:
                     raise TooLong(f"a value longer than {MAX_RECORD:,} characters")
+                self.not_utf8(i)
                 self.pos = i
                 return
 
@@ -238,6 +256,8 @@ _IN_STRING = re.compile(r'["\\\x00-\x1f]')
 #: tabs): where a record may begin after a broken one.
 _RECORD_LINE = re.compile(r"[\n\r][ \t]*\{")
 _LINE_BREAK = re.compile(r"[\n\r]")
+#: A byte that is not UTF-8, as the stream's decoder writes it.
+_ESCAPED = re.compile("[\udc80-\udcff]")
 _OUTSIDE = re.compile(r'["\[\]{}]')
 
 
