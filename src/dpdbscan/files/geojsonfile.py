@@ -62,7 +62,7 @@ _WS = " \t\n\r"
 #: feature: 64 Mi, as a CSV line and a GPX point, docs/privacy.md section 8,
 #: round 9): a longer one is dropped as a broken feature, counted, and
 #: reading goes on at the next line that begins with ``{``
-#: (:func:`_recovering`), its text never held past the limit.
+#: (:func:`_recovering`), its text never held past about twice the limit.
 MAX_RECORD = MAX_LINE
 
 
