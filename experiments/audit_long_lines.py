@@ -37,7 +37,13 @@ to a temporary folder; a ``dask-gz`` run of D holds about 8 GB. The
 ``short-first`` case shows the break only where one allocation of 26 GB is
 refused (a machine of less than about 26 GB of memory and swap).
 
-Measured (docs/privacy.md section 8, round 9): see there.
+* ``times`` (round 10; the in-memory reader, person level, ``--time t
+  --stops``): the time column's blocks were combined into one Arrow array
+  before the times were read, which fails past 2**31 bytes of text. D holds
+  35 rows whose time is 60,000,000 letters (2.1e9 bytes of time text), D'
+  one more such unit (:func:`write_times`; 2.2 GB written).
+
+Measured (docs/privacy.md section 8, rounds 9 and 10): see there.
 """
 
 from __future__ import annotations
@@ -143,7 +149,37 @@ def write_short_first(extra: bool, folder: Path) -> tuple[Path, list[str]]:
     return path, ["--columns", "x", "y", "--unit", "u", "--max-cells-per-unit", "3"]
 
 
-WRITERS = {"line": write_line, "dask-gz": write_dask_gz, "short-first": write_short_first}
+#: Bytes of each long time text of the ``times`` case: under the 64 MiB a line may hold.
+TIME_TEXT = 60_000_000
+
+
+def write_times(extra: bool, folder: Path) -> tuple[Path, list[str]]:
+    """The ``times`` case's file (round 10): 300 rows ``x,y,u,t`` of 60 units
+    near (2, 2) with ISO times, then 35 rows of as many units whose time is
+    60,000,000 letters (no time: each row dropped), 2.1e9 bytes of time text
+    in all, under the 2**31 an Arrow text array holds; D' is D and one more
+    such unit, 2.16e9 bytes. Fitted with ``--time t --stops 0.2 5min``."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(2.0, 0.05, (300, 2))
+    rows = "".join(
+        f"{a:.6f},{b:.6f},p{i % 60},2026-03-02T05:{(i // 60) * 10:02d}:00\n" for i, (a, b) in enumerate(X)
+    )
+    text = b"n" * TIME_TEXT
+    path = folder / f"times{int(extra)}.csv"
+    with open(path, "wb") as fh:
+        fh.write(("x,y,u,t\n" + rows).encode())
+        for i in range(35 + int(extra)):
+            fh.write(f"4.0,4.0,w{i},".encode() + text + b"\n")
+    opts = ["--columns", "x", "y", "--unit", "u", "--max-cells-per-unit", "3", "--time", "t"]
+    return path, [*opts, "--stops", "0.2", "5min"]
+
+
+WRITERS = {
+    "line": write_line,
+    "dask-gz": write_dask_gz,
+    "short-first": write_short_first,
+    "times": write_times,
+}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -41,6 +41,9 @@ INSIDE = {
     # audits the command line's CSV doors on text too long for pyarrow (round 9,
     # docs/privacy.md section 8): runs dpdbscan.cli's main in process
     "experiments/audit_long_lines.py",
+    # audits the command line's GeoJSON door on a byte that is not UTF-8 (round 10,
+    # docs/privacy.md section 8): runs dpdbscan.cli's main in process
+    "experiments/audit_geojson_bytes.py",
     # prints the ledger's statements by accounting (results/ledger/statements.md):
     # the composition rules themselves (dpdbscan.ledger.composition, dpdbscan.laws)
     "experiments/ledger_statements.py",

@@ -2,11 +2,12 @@
 "design for traces in general"): what the command says about it."""
 
 import datetime as dt
+import math
 
 import numpy as np
 import pytest
 
-from dpdbscan.geometry.projection import latitude_text
+from dpdbscan.geometry.projection import KM_PER_DEGREE, latitude_text
 from dpdbscan.model import load_model
 
 from clirun import run
@@ -204,3 +205,81 @@ def test_a_box_written_west_of_minus_180_says_how_to_write_it(capsys, tmp_path):
         "--eps", "50m", "--min-samples", "100", "--out-dir", tmp_path / "o",
     )  # fmt: skip
     assert rc != 0 and "a box across the antimeridian is written east of 180: 179.5 .. 180.5" in err
+
+
+def _rings(geometry):
+    return [ring for polygon in geometry["coordinates"] for ring in polygon]
+
+
+#: A box whose west edge lies 2,000 sub-cells of 50 m / (2 sqrt 2) west of 180 at its
+#: latitude: the line then runs along a cell side, up to rounding (no sliver of a cell)
+ON_A_SIDE = repr(180 - 2000 * 0.05 / (2 * 2**0.5) / (KM_PER_DEGREE * math.cos(math.radians(-16.75))))
+
+
+@pytest.mark.parametrize(
+    "bounds",
+    [
+        ("179.5", "-17", "180.5", "-16.5"),
+        ("179.99", "-16.75", "180.3", "-16.6"),
+        (ON_A_SIDE, "-17", "180.5", "-16.5"),
+    ],
+)
+def test_the_geojson_of_spans_across_the_antimeridian_is_cut_in_two(capsys, tmp_path, bounds):
+    """RFC 7946 3.1.9: a geometry across the antimeridian is cut so that each
+    part's longitudes lie in [-180, 180]. The file had a span straddling the
+    line as one polygon to 180.0006 (and a span east of it wholly beyond 180)."""
+    import json
+
+    import shapely
+    from shapely.affinity import translate
+    from shapely.geometry import shape
+
+    from dpdbscan.geometry.projection import projection_of
+    from dpdbscan.model.geojson import geojson, predict_lonlat
+
+    rng = np.random.default_rng(3)
+    centres = ([180.0, -16.70], [179.99, -16.69], [180.012, -16.695])  # on the line, west, east
+    P = np.vstack([rng.normal(c, [0.0006, 0.0004], (2000, 2)) for c in centres])
+    P[P[:, 0] > 180, 0] -= 360  # as a GPS writes them
+    path = tmp_path / "fiji.csv"
+    path.write_text("longitude,latitude\n" + "\n".join(f"{float(a)!r},{float(b)!r}" for a, b in P) + "\n")
+    rc, out, err = run(
+        capsys, "fit", path, "--header", "--geo", "--bounds", *bounds, "--eps", "50m",
+        "--min-samples", "100", "--seed", "0", "--out-dir", tmp_path, "--no-png",
+    )  # fmt: skip
+    assert rc == 0, err
+    model = load_model(tmp_path / "fiji.spans.json")
+    doc = json.loads((tmp_path / "fiji.spans.geojson").read_text())
+    assert model.n_spans == len(doc["features"]) == 3
+    lo, hi = float(bounds[1]), float(bounds[3])
+    # the same spans as the continuous outlines (east of 180 as such) the file held before
+    proj = projection_of(model)
+    whole = geojson(model, transform=lambda xy: proj.inverse(xy), precision=7)
+    # a caller's transform: not cut
+    assert whole["properties"]["coordinates"] != doc["properties"]["coordinates"]
+    crossing = 0
+    for f, before in zip(doc["features"], whole["features"], strict=True):
+        rings = _rings(f["geometry"])
+        assert all(r[0] == r[-1] and len(r) >= 4 for r in rings)
+        # no edge of length 0 (where the line runs along a cell side, no sliver of a cell)
+        assert not any((np.diff(np.array(r), axis=0) == 0).all(axis=1).any() for r in rings)
+        lon = np.array([c[0] for r in rings for c in r])
+        lat = np.array([c[1] for r in rings for c in r])
+        assert lon.min() >= -180 and lon.max() <= 180 and lat.min() >= lo and lat.max() <= hi
+        geom = shape(f["geometry"])
+        assert shapely.is_valid(geom), shapely.is_valid_reason(geom)
+        parts = [translate(p, 360.0) if p.bounds[2] <= -179 else p for p in geom.geoms]
+        assert shapely.union_all(parts).symmetric_difference(shape(before["geometry"])).area < 1e-12
+        if lon.max() == 180.0 and lon.min() == -180.0:
+            crossing += 1
+        # each part read back: a point inside it, in degrees as the file gives it, is the span's
+        inside = np.array([p.representative_point().coords[0] for p in geom.geoms])
+        assert (predict_lonlat(model, inside) == f["properties"]["span"]).all()
+    assert crossing == 1
+    # unrounded, the parts meet the line exactly
+    raw = [
+        np.array([c[0] for r in _rings(f["geometry"]) for c in r])
+        for f in geojson(model, precision=None)["features"]
+    ]
+    assert all(x.min() >= -180 and x.max() <= 180 for x in raw)
+    assert sum(x.max() == 180.0 and x.min() == -180.0 for x in raw) == 1

@@ -368,3 +368,25 @@ def test_each_spans_own_guarantee_over_many_fits(person, n):
         f"stated <= {1 - probability:g}"
     )
     assert cp_lower(bad, with_spans, P_FAIL) <= 1.0 - probability
+
+
+def test_the_summary_names_its_two_masses_apart(clear, tmp_path):
+    """A span's line gave its core mass at its level as "noisy mass", the
+    name of the GeoJSON's different figure (every histogram cell holding any
+    of its core sub-cells, whole): on a seeded release of Cabs-tiny's stops
+    139 in the summary, 286 in the file. Each now has its own name, and the
+    GeoJSON's number is the file's."""
+    from dpdbscan.model.geojson import to_geojson
+
+    text = summary(clear)
+    assert "noisy mass" not in text
+    files = {f["properties"]["span"]: f["properties"]["noisy_mass"] for f in to_geojson(clear)["features"]}
+    for lv in clear.auto["levels"]:
+        want = f"core mass at its level {lv['mass']:.0f}, noisy_mass {files[lv['span']]:.0f} (all its cells)"
+        assert want in text
+    # the two are different sums: here the whole cells hold more than the core sub-cells' shares
+    assert any(round(files[lv["span"]]) != round(lv["mass"]) for lv in clear.auto["levels"])
+    # without the histogram only the core mass is known
+    save_model(clear, tmp_path / "m.json", include_histogram=False)
+    bare = summary(load_model(tmp_path / "m.json"))
+    assert "core mass at its level" in bare and "noisy_mass" not in bare

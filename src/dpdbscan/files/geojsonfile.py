@@ -34,7 +34,9 @@ is the file writer's, not a unit's, and is checked when the file is opened
 refused before anything is read or charged. A ``"type"`` after the features
 only makes a note. Valid JSON that is not a point never stops the read, and
 a valid file is read the same with or without the search (it runs only
-after a break).
+after a break). A feature longer than :data:`MAX_RECORD` (64 Mi characters)
+is a broken one, its text never held past about twice that; a value of the
+envelope before the features that long refuses the file.
 """
 
 from __future__ import annotations
@@ -49,12 +51,19 @@ from typing import IO, Any
 
 import numpy as np
 
+from .records import MAX_LINE
 from .unitids import canonical_id, id_token
 
 #: Features converted at a time.
 CHUNK = 1 << 15
-_READ = 1 << 20  # bytes read from the file at a time
+_READ = 1 << 20  # bytes read from the file at a time, at least
 _WS = " \t\n\r"
+#: The longest value read among the features, in characters of its text (a
+#: feature: 64 Mi, as a CSV line and a GPX point, docs/privacy.md section 8,
+#: round 9): a longer one is dropped as a broken feature, counted, and
+#: reading goes on at the next line that begins with ``{``
+#: (:func:`_recovering`), its text never held past about twice the limit.
+MAX_RECORD = MAX_LINE
 
 
 class _Stream:
@@ -63,18 +72,29 @@ class _Stream:
 
     def __init__(self, f: IO[bytes]) -> None:
         self.f, self.buf, self.pos, self.eof = f, "", 0, False
-        self.decoder = codecs.getincrementaldecoder("utf-8-sig")()
+        # bytes that are not UTF-8 become U+DC80..U+DCFF (no valid UTF-8 gives
+        # those): they break the value that holds them, never the piece read
+        self.decoder = codecs.getincrementaldecoder("utf-8-sig")(errors="surrogateescape")
+        #: whether any text read held such bytes
+        self.escaped = False
         #: where a record began (kept when the position moves on, until the
         #: record is read), or None
         self.mark: int | None = None
 
     def more(self) -> bool:
+        """Read on. At least as much as is held is read at once, so that a
+        long value, held and decoded again after each read until it is
+        whole, costs time linear in its length (1 MB at a time, a 200 MB
+        feature was copied and decoded 200 times over: minutes)."""
         if self.eof:
             return False
-        data = self.f.read(_READ)
-        self.eof = not data
         keep = self.pos if self.mark is None else min(self.pos, self.mark)
-        self.buf = self.buf[keep:] + self.decoder.decode(data, final=self.eof)
+        data = self.f.read(max(_READ, len(self.buf) - keep))
+        self.eof = not data
+        text = self.decoder.decode(data, final=self.eof)
+        if not self.escaped and _ESCAPED.search(text) is not None:
+            self.escaped = True
+        self.buf = self.buf[keep:] + text
         self.pos -= keep
         if self.mark is not None:
             self.mark -= keep
@@ -116,12 +136,21 @@ class _Stream:
         self.pos += 1
         return c
 
+    def more_of_value(self, start: int) -> bool:
+        """:meth:`more` for a value begun at ``start`` and not whole yet:
+        :class:`TooLong` once its text is more than :data:`MAX_RECORD`
+        characters."""
+        if len(self.buf) - start > MAX_RECORD:
+            raise TooLong(f"a value longer than {MAX_RECORD:,} characters")
+        return self.more()
+
     def value(self, decoder: json.JSONDecoder) -> Any:
         """The next JSON value, read whole. Valid JSON beyond a limit of
         Python's decoder is read all the same, that value alone as
         :data:`NO_VALUE`: an integer of more digits than Python reads
         (4,300), or a value nested deeper than its recursion limit (the
-        whole value, skipped); never the end of the stream."""
+        whole value, skipped); never the end of the stream. A value longer
+        than :data:`MAX_RECORD` is :class:`TooLong` (a ValueError)."""
         self.skip_ws()
         while True:
             try:
@@ -129,7 +158,7 @@ class _Stream:
             except json.JSONDecodeError as exc:
                 # a line break at or after the error: no more text can mend it
                 # (no JSON token holds one, and no string may)
-                if _LINE_BREAK.search(self.buf, exc.pos) is None and self.more():
+                if _LINE_BREAK.search(self.buf, exc.pos) is None and self.more_of_value(self.pos):
                     continue
                 raise ValueError("not JSON") from None
             except RecursionError:
@@ -142,10 +171,22 @@ class _Stream:
                 continue
             if end == len(self.buf) and not self.eof and isinstance(value, (int, float, _NoValue)):
                 # a number may go on in the next piece
-                if self.more():
+                if self.more_of_value(self.pos):
                     continue
+            if end - self.pos > MAX_RECORD:  # whole in one read, but too long all the same
+                raise TooLong(f"a value longer than {MAX_RECORD:,} characters")
+            self.not_utf8(end)
             self.pos = end
             return value
+
+    def not_utf8(self, end: int) -> None:
+        """ValueError when the text from the position to ``end`` held bytes
+        that are not UTF-8: JSON text is UTF-8 (RFC 8259), so the value is
+        not JSON. One value alone (a byte of 0xff in a unit's feature
+        failed the whole piece read, 1 MB of other units' features, or the
+        whole file within its first MB: docs/privacy.md section 8, round 10)."""
+        if self.escaped and _ESCAPED.search(self.buf, self.pos, end) is not None:
+            raise ValueError("not UTF-8")
 
     def skip_nested(self) -> None:
         """Move past the array or object at the position without building
@@ -162,7 +203,7 @@ class _Stream:
             if m is None or (m.group() == "\\" and m.end() == len(self.buf)):
                 # the value goes on in the next piece (an escape's character too)
                 off = i - self.pos
-                if not self.more():
+                if not self.more_of_value(self.pos):
                     raise ValueError("not JSON")
                 i = self.pos + off
                 continue
@@ -178,8 +219,15 @@ class _Stream:
             elif not closers or closers.pop() != c:
                 raise ValueError("not JSON")
             if not closers and not in_string:
+                if i - self.pos > MAX_RECORD:
+                    raise TooLong(f"a value longer than {MAX_RECORD:,} characters")
+                self.not_utf8(i)
                 self.pos = i
                 return
+
+
+class TooLong(ValueError):
+    """A value longer than :data:`MAX_RECORD` characters: not read."""
 
 
 class _NoValue:
@@ -208,6 +256,8 @@ _IN_STRING = re.compile(r'["\\\x00-\x1f]')
 #: tabs): where a record may begin after a broken one.
 _RECORD_LINE = re.compile(r"[\n\r][ \t]*\{")
 _LINE_BREAK = re.compile(r"[\n\r]")
+#: A byte that is not UTF-8, as the stream's decoder writes it.
+_ESCAPED = re.compile("[\udc80-\udcff]")
 _OUTSIDE = re.compile(r'["\[\]{}]')
 
 
@@ -287,6 +337,10 @@ def check_head(path: Path) -> None:
                     raise _NotACollection('it has no "features" member: not a FeatureCollection')
     except _NotACollection:
         raise
+    except TooLong:
+        raise ValueError(
+            f'a value before its "features" member is longer than {MAX_RECORD:,} characters'
+        ) from None
     except ValueError:  # the stream's and the decoder's (UnicodeDecodeError too): quoted nothing
         raise ValueError('it is not valid JSON before its "features" member') from None
 

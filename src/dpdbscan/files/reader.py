@@ -181,7 +181,8 @@ class InputPoints:
             )
         if self.n_damaged_records:
             out.append(
-                f"the file is not valid JSON in {self.n_damaged_records:,} place(s): a broken feature "
+                f"the file is not valid JSON in {self.n_damaged_records:,} place(s) (a feature longer "
+                "than 64 Mi characters is one, unread): a broken feature "
                 "is dropped, with any feature written after it on its line; reading goes on at the "
                 "next line that begins with '{' (write one feature per line, so that a broken one "
                 "hides no other)"

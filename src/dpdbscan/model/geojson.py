@@ -16,7 +16,8 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..geometry.projection import projection_of
+from ..geometry.outlines import Outlines, outlines
+from ..geometry.projection import Equirectangular, projection_of
 from .describe import protection_brief, protection_fields, published_statement, swamped_min_samples
 from .record import SpanModel, predict_rows
 from .stats import is_geographic
@@ -35,6 +36,12 @@ def to_geojson(
     The polygons are the outlines of the spans' regions
     (:meth:`~dpdbscan.model.record.SpanModel.outlines`): exterior rings
     counter-clockwise, holes clockwise, every ring simple (RFC 7946).
+    In longitude/latitude (``transform`` the model's own projection's
+    ``inverse``, as :func:`geojson` passes it) a span across the antimeridian
+    is cut there in two (RFC 7946 3.1.9), its part east of 180 written from
+    -180, and a span wholly east of 180 is written from -180 too: every
+    longitude lies in [-180, 180]. Another ``transform``'s output is kept as
+    it comes.
     ``precision`` is the number of decimals coordinates are rounded to: with
     "auto" (default), 7 for a geographic model drawn through a ``transform``
     (degrees: 1e-7 degree is about 1 cm, far below a cell) and none (full
@@ -72,13 +79,23 @@ def to_geojson(
     xy = grid.lower + out.vertices.astype(np.float64) * grid.width
     if transform is not None and xy.shape[0]:
         xy = np.asarray(transform(xy), dtype=np.float64)
+    proj = projection_of(model)
+    groups = [[s] for s in range(model.n_spans)]  # the outline groups of each span
+    lonlat = proj is not None and coordinate_fields(model, transform)["coordinates"] == LONLAT
+    if proj is not None and lonlat and xy.shape[0] and float(xy[:, 0].max()) > 180.0:
+        out, xy = _cut_at_antimeridian(model, proj, precision)
+        groups = [[s, s + model.n_spans] for s in range(model.n_spans)]
     if precision is not None:
         xy = np.round(xy, precision)
     points = xy.tolist()
     ro, po, go = (out.ring_offsets.tolist(), out.polygon_offsets.tolist(), out.group_offsets.tolist())
     features = []
     for s in range(model.n_spans):
-        mp = [[points[ro[r] : ro[r + 1]] for r in range(po[p], po[p + 1])] for p in range(go[s], go[s + 1])]
+        mp = [
+            [points[ro[r] : ro[r + 1]] for r in range(po[p], po[p + 1])]
+            for g in groups[s]
+            for p in range(go[g], go[g + 1])
+        ]
         props: dict[str, Any] = {"span": s, "n_cells": int(stats.n_cells[s])}
         if geo:
             props["area_m2"] = float(stats.area[s]) * 1e6  # km^2 -> m^2
@@ -114,6 +131,47 @@ def to_geojson(
         },
         "features": features,
     }
+
+
+def _cut_at_antimeridian(
+    model: SpanModel, proj: Equirectangular, precision: int | None
+) -> tuple[Outlines, np.ndarray]:
+    """The spans' outlines cut at the antimeridian, in lon/lat (RFC 7946
+    3.1.9: each part's longitudes in [-180, 180]): group ``s`` is span
+    ``s``'s part west of 180 and group ``n_spans + s`` its part east of it,
+    moved by -360 degrees.
+
+    The regions' cells are split by the line: a cell wholly west of it goes
+    west, one wholly east goes east, and the column of cells the line runs
+    through goes to both, each side's outline then moved onto the line
+    (a vertex on that column's far side moved to it). That move keeps the
+    order of every x (the line lies strictly inside the column), so the
+    rings stay simple and closed, as the tracer made them. Where the line
+    runs within the output's precision of a cell side it is taken to run
+    along that side, so that no part is a sliver the rounding would close."""
+    grid = model.grid
+    n = model.n_spans
+    keys, labels = model.regions()
+    cells = grid.decode(keys).astype(np.int64).reshape(-1, 2)
+    # the line x = line in cell units of the span grid (lon = lon0 + x_km / kx, affine)
+    line = ((180.0 - proj.lon0) * proj.kx - float(grid.lower[0])) / float(grid.width)
+    side = round(line)
+    tol = 10.0 ** -(precision if precision is not None else 9)  # degrees
+    if abs(line - side) * float(grid.width) / proj.kx < tol:
+        line = float(side)
+    west, east = cells[:, 0] < line, cells[:, 0] + 1 > line
+    out = outlines(
+        np.concatenate([cells[west], cells[east]]), np.concatenate([labels[west], labels[east] + n]), 2 * n
+    )
+    v = out.vertices.astype(np.float64)
+    rings_per_group = np.diff(out.polygon_offsets[out.group_offsets])
+    ring_group = np.repeat(np.arange(2 * n), rings_per_group)
+    on_east = np.repeat(ring_group >= n, np.diff(out.ring_offsets))
+    v[:, 0] = np.where(on_east, np.maximum(v[:, 0], line), np.minimum(v[:, 0], line))
+    xy = proj.inverse(grid.lower + v * grid.width)
+    lon = xy[:, 0]
+    xy[:, 0] = np.where(on_east, np.maximum(lon, 180.0) - 360.0, np.minimum(lon, 180.0))
+    return out, xy
 
 
 def _finite(x: float) -> float | None:

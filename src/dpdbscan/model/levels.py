@@ -80,7 +80,7 @@ def level_lines(model: SpanModel, per_span: list[dict] | None = None, top: int =
         grown = sum(1 for lv in taken if lv["taken"] == "grown")
         lines.append(
             f"            {len(taken)} of them at a larger candidate eps of their own ({grown} grown from a "
-            f"span of eps={eps_text(model, model.grid.eps)} that held under half of its noisy mass, "
+            f"span of eps={eps_text(model, model.grid.eps)} that held under half of its core mass, "
             f"{len(taken) - grown} added where eps={eps_text(model, model.grid.eps)} kept nothing); "
             "predict's border for each is its own eps"
         )
@@ -89,6 +89,8 @@ def level_lines(model: SpanModel, per_span: list[dict] | None = None, top: int =
     part_of = {
         i: sp["span"] for sp in (a.get("second") or {}).get("spans", []) if sp.get("split") for i in sp["ids"]
     }
+    # the GeoJSON's noisy_mass (model.stats), beside the level's core mass: two different sums
+    cells_mass = None if model.histogram is None else model.stats.noisy_mass
     for lv in sorted(spans, key=lambda lv: -lv["stability"])[:top]:
         at = f"eps={lv['eps']:.4g} ({lv['taken']}), " if lv.get("taken") else ""
         if lv["span"] in part_of:
@@ -99,7 +101,12 @@ def level_lines(model: SpanModel, per_span: list[dict] | None = None, top: int =
         lines.append(
             f"    span {lv['span']}: {at}MinPts {lv['min_samples']} (threshold {lv['threshold']:.1f}), one "
             f"span up to MinPts {lv['last_min_samples']}, stability {lv['stability']:.3g} "
-            f"({100 * lv['stability_share']:.0f}% of the selected), noisy mass {lv['mass']:.0f}"
+            f"({100 * lv['stability_share']:.0f}% of the selected), core mass at its level {lv['mass']:.0f}"
+            + (
+                f", noisy_mass {cells_mass[lv['span']]:.0f} (all its cells)"
+                if cells_mass is not None and lv["span"] < cells_mass.size
+                else ""
+            )
             + (
                 f"; within one (ratio x {'its ' if lv.get('taken') else ''}eps, {m_star[lv['span']]})-cluster"
                 if lv["span"] in m_star

@@ -603,7 +603,8 @@ class SpanLevel:
     stability : float
         Its cluster's stability (on the selection's scale).
     mass : float
-        Its noisy mass at that level.
+        Its core mass at that level: the noisy mass of its core sub-cells
+        (:func:`~.partition.sub_cell_mass`), not the GeoJSON's ``noisy_mass``.
     cluster : int
         Its cluster's id in the tree.
     fits : bool

@@ -234,6 +234,10 @@ def _factorize_text(u: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     return codes.astype(np.int64), uniq
 
 
+#: Units of more bytes of text are hashed with 64-bit offsets (:func:`_factorize_arrow_array`).
+LARGE_BYTES = 1 << 30
+
+
 def _factorize_arrow_array(arr: Any) -> tuple[np.ndarray, np.ndarray]:
     """:func:`factorize` of a pyarrow ChunkedArray, without a Python object
     per row. Text and binary by Arrow's hash table, their uniques as str or
@@ -263,6 +267,11 @@ def _factorize_arrow_array(arr: Any) -> tuple[np.ndarray, np.ndarray]:
         or pa.types.is_binary(t)
         or pa.types.is_large_binary(t)
     ):
+        if arr.nbytes > LARGE_BYTES and not (pa.types.is_large_string(t) or pa.types.is_large_binary(t)):
+            # the distinct ids may hold more than the 2 GiB of a text array
+            # (ArrowCapacityError: a traceback, one unit's 64 MiB id more than
+            # the read before: docs/privacy.md section 8, round 10)
+            arr = arr.cast(pa.large_string() if pa.types.is_string(t) else pa.large_binary())
         uniq = pc.drop_null(pc.unique(arr))
         found = pc.index_in(arr, value_set=uniq)
         if found.null_count:  # else fill_null would take 0.7 s over a folder's 10,250 chunks for nothing

@@ -65,6 +65,38 @@ _ZONED_PANDAS = re.compile(r"^datetime64\[(s|ms|us|ns), .+\]$")
 TIME_UNITS = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}
 
 
+#: The most bytes of a pyarrow ChunkedArray read as one array at a time
+#: (:func:`in_parts`): an Arrow text array holds at most 2 GiB, and combining
+#: more failed the read of the whole column (ArrowInvalid "offset overflow"),
+#: so that one record more (up to 64 MiB of text) could decide whether a
+#: long file's times or status were read (docs/privacy.md section 8, round 10).
+COMBINE_BYTES = 1 << 30
+
+
+def in_parts(values: Any) -> list[Any] | None:
+    """A pyarrow ChunkedArray of more than :data:`COMBINE_BYTES` as
+    consecutive ChunkedArrays of its chunks, each of at most that many bytes
+    (a chunk larger alone); None for any other input (read whole). The
+    readers' chunks are blocks of a file, so a part is never more than a
+    block over the bound."""
+    import pyarrow as pa
+
+    if not isinstance(values, pa.ChunkedArray) or values.num_chunks < 2 or values.nbytes <= COMBINE_BYTES:
+        return None
+    parts: list[Any] = []
+    held: list[Any] = []
+    size = 0
+    for chunk in values.chunks:
+        if held and size + chunk.nbytes > COMBINE_BYTES:
+            parts.append(pa.chunked_array(held, type=values.type))
+            held, size = [], 0
+        held.append(chunk)
+        size += chunk.nbytes
+    if held:
+        parts.append(pa.chunked_array(held, type=values.type))
+    return parts if len(parts) > 1 else None
+
+
 def parse_times(values: Any, unit: str = "s", time_format: str | None = None) -> np.ndarray:
     """Float seconds since 1970-01-01 UTC for each value, NaN where the value
     is missing or not a time (the module docstring's rules).
@@ -80,6 +112,9 @@ def parse_times(values: Any, unit: str = "s", time_format: str | None = None) ->
     """
     if unit not in TIME_UNITS:
         raise ValueError(f"a time unit is one of {', '.join(TIME_UNITS)}, got {unit!r}")
+    parts = in_parts(values)
+    if parts is not None:  # each value is read alone: part by part, the same values
+        return np.concatenate([parse_times(part, unit, time_format) for part in parts])
     if time_format is not None:
         if unit != "s":
             raise ValueError("a time format reads text, and a time unit numbers: give one of them")

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .order import trace_order
-from .times import as_column, parse_times, read_objects
+from .times import as_column, in_parts, parse_times, read_objects
 
 #: The events a status column gives.
 ENDS = ("pickup", "dropoff", "both")
@@ -35,6 +35,9 @@ def parse_status(values: Any, codes: tuple[str, str] | None = None) -> np.ndarra
     """Each row's status as 0.0 or 1.0, NaN where it is neither (missing,
     text that is not a number, 2, -1, ...). ``codes``: the two public texts
     ``(free, carrying)`` read as 0 and 1 instead (the module docstring)."""
+    parts = in_parts(values)
+    if parts is not None:  # each value is read alone: part by part, the same values
+        return np.concatenate([parse_status(part, codes) for part in parts])
     if codes is not None:
         return _coded_status(values, codes)
     plain = _plain_digits(values)
