@@ -271,13 +271,17 @@ def auto_points_per_cell(value: float) -> Iterator[None]:
 
 
 @contextmanager
-def second_release_where(least: dict[int, float], fine: int | None = None) -> Iterator[None]:
+def second_release_where(
+    least: dict[int, float], fine: int | None = None, share: float | None = None
+) -> Iterator[None]:
     """Research: inside the block the automatic mode makes release two where
     the data are ``d``-dimensional with ``d`` in ``least``, the noise is
     Laplace and its DP count is at least ``least[d]`` (the library: 3-D from
-    ``autoplan.SECOND_MIN_COUNT``), with f = ``fine`` (default the
-    library's); still public inputs only; a study of the rule; may change."""
-    old, old_fine = autoplan.second_applies, autoplan.SECOND_FINE
+    ``autoplan.SECOND_MIN_COUNT``), with f = ``fine`` and a share ``share``
+    of epsilon (defaults the library's; the share applies to every release
+    two made inside the block); still public inputs only; a study of the
+    rule; may change."""
+    old, old_fine, old_share = autoplan.second_applies, autoplan.SECOND_FINE, autoplan.SECOND_SHARE
     at = {int(d): float(c) for d, c in least.items()}
 
     def applies(d: int, count: float | None, noise: str) -> bool:
@@ -286,10 +290,13 @@ def second_release_where(least: dict[int, float], fine: int | None = None) -> It
     autoplan.second_applies = applies
     if fine is not None:
         autoplan.SECOND_FINE = int(fine)
+    if share is not None:
+        autoplan.SECOND_SHARE = float(share)
     try:
         yield
     finally:
         autoplan.second_applies, autoplan.SECOND_FINE = old, old_fine
+        autoplan.SECOND_SHARE = old_share
 
 
 @contextmanager
