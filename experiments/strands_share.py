@@ -166,6 +166,32 @@ def hepta_rows(variants: Sequence[str], seeds: Sequence[int] = range(5)) -> list
     return out
 
 
+def twod_rows(variant: str, count: int = 3) -> list[dict]:
+    """The first ``count`` 2-D tune scenes of spirals-two's T with 6,000
+    points or more, fitted by today and by ``variant``: are the labels the
+    same (release two is made only where d = 3)?"""
+    out = []
+    for seed in [s for s in T_SEEDS if scene(s).d == 2 and scene(s).n >= 6_000][:count]:
+        sc = scene(seed)
+        got = {}
+        for v in ("today", variant):
+            with block(v), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                est = DPDBSCAN("auto", min_samples="auto", epsilon=1.0, bounds=sc.bounds, random_state=seed)
+                model = est.fit(sc.X).spans_
+            got[v] = (model.predict(sc.X), bool((model.auto or {}).get("second")))
+        out.append(
+            {
+                "seed": seed,
+                "d": sc.d,
+                "n": sc.n,
+                "labels_equal": bool(np.array_equal(got["today"][0], got[variant][0])),
+                "second": [got[v][1] for v in ("today", variant)],
+            }
+        )
+    return out
+
+
 def tune_seeds() -> list[int]:
     """spirals-two's T and G scenes in 3-D of 6,000-19,999 points."""
     out = []
@@ -214,7 +240,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--variant", default="", help="with --gate: the variant judged")
     ap.add_argument("--draws", type=int, default=1, help="draws 0..N-1 of each variant (averaged)")
     ap.add_argument("--hepta", action="store_true", help="the dev suite's hepta under --variants, seeds 0-4")
+    ap.add_argument("--twod", action="store_true", help="2-D tune scenes: today's labels = the variant's?")
     args = ap.parse_args(argv)
+    if args.twod:
+        for r in twod_rows(args.variants.split(",")[-1]):
+            print(json.dumps(r), flush=True)
+        return 0
     if args.hepta:
         for r in hepta_rows(args.variants.split(",")):
             print(json.dumps(r), flush=True)

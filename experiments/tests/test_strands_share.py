@@ -28,18 +28,20 @@ def _second(X: np.ndarray) -> dict:
         return dict((est.fit(X).spans_.auto or {}).get("second") or {})
 
 
-def test_the_variant_makes_release_two_below_20000_with_its_share_and_f():
+def test_the_variant_sets_release_two_share_and_f_and_is_restored():
     X = _strands(8_000, 1)
-    assert _second(X) == {}  # the library: no release two below a DP count of 20,000
-    with strands_share.block("s15f2"):
-        rec = _second(X)
-    assert rec["share"] == pytest.approx(0.15)
-    assert rec["fine"] == 2
+    lib = _second(X)  # the library: from a DP count of 6,000, 0.15 of epsilon, f = 2
+    assert lib["share"] == pytest.approx(0.15) and lib["fine"] == 2
     with strands_share.block("s3f3@2"):  # a draw's suffix names the same variant
         rec = _second(X)
     assert rec["share"] == pytest.approx(0.3)
     assert rec["fine"] == 3
-    assert _second(X) == {}  # restored
+    with strands_share.block("s1f4"):
+        rec = _second(X)
+    assert rec["share"] == pytest.approx(0.1)
+    assert rec["fine"] == 4
+    back = _second(X)  # restored
+    assert back["share"] == pytest.approx(0.15) and back["fine"] == 2
     with pytest.raises(ValueError):
         strands_share.block("f8")
 
