@@ -27,13 +27,13 @@ def _second(X: np.ndarray) -> bool:
 
 @pytest.mark.filterwarnings("ignore")
 def test_the_block_makes_release_two_from_its_count_and_restores_the_library():
-    X = _strands(8_000, 1)  # a DP count near 8,000: below the library's 20,000
-    assert not _second(X)
-    with second_release_where({3: 6_000}):
-        assert _second(X)
+    X = _strands(8_000, 1)  # a DP count near 8,000: release two since strands-share (from 6,000)
+    assert _second(X)
+    with second_release_where({3: 9_000}):  # the block's count: above this scene's
+        assert not _second(X)
     with second_release_where({2: 6_000}):  # 3-D not in the block's dimensions
         assert not _second(X)
-    assert not _second(X)
+    assert _second(X)
 
 
 def _row(seed: int, variant: str, ari: float, d: int, n: int = 10_000, tags: str = "strands") -> dict:

@@ -52,13 +52,14 @@ def test_the_block_leaves_2d_alone():
         assert _auto(X)["eps_candidates"] == today
 
 
-def test_a_release_two_variant_makes_release_two_below_20000():
+def test_a_release_two_variant_sets_release_two_below_20000():
     X = _strands(8_000, 1)
-    assert "second" not in _auto(X)
-    with strands_fine.block("f2c3twof2"):
+    # since the strands-share rule the library makes release two from a count of 6,000 (f = 2)
+    assert _auto(X)["second"]["fine"] == 2
+    with strands_fine.block("f2c3two"):
         auto = _auto(X)
-    assert auto["second"]["fine"] == 2
-    assert "second" not in _auto(X)
+    assert auto["second"]["fine"] == 3
+    assert _auto(X)["second"]["fine"] == 2
 
 
 def _row(seed: int, variant: str, ari: float, tags: str = "strands") -> dict:

@@ -271,13 +271,17 @@ def auto_points_per_cell(value: float) -> Iterator[None]:
 
 
 @contextmanager
-def second_release_where(least: dict[int, float], fine: int | None = None) -> Iterator[None]:
+def second_release_where(
+    least: dict[int, float], fine: int | None = None, share: float | None = None
+) -> Iterator[None]:
     """Research: inside the block the automatic mode makes release two where
     the data are ``d``-dimensional with ``d`` in ``least``, the noise is
     Laplace and its DP count is at least ``least[d]`` (the library: 3-D from
-    ``autoplan.SECOND_MIN_COUNT``), with f = ``fine`` (default the
-    library's); still public inputs only; a study of the rule; may change."""
-    old, old_fine = autoplan.second_applies, autoplan.SECOND_FINE
+    ``autoplan.SMALL_SECOND_FROM``), with f = ``fine`` and a share ``share``
+    of epsilon at every count (defaults: the library's at each count,
+    ``autoplan.second_fine`` and ``autoplan.second_share``); still public
+    inputs only; a study of the rule; may change."""
+    old = (autoplan.second_applies, autoplan.second_fine, autoplan.second_share)
     at = {int(d): float(c) for d, c in least.items()}
 
     def applies(d: int, count: float | None, noise: str) -> bool:
@@ -285,11 +289,15 @@ def second_release_where(least: dict[int, float], fine: int | None = None) -> It
 
     autoplan.second_applies = applies
     if fine is not None:
-        autoplan.SECOND_FINE = int(fine)
+        f = int(fine)
+        autoplan.second_fine = lambda count: f
+    if share is not None:
+        s = float(share)
+        autoplan.second_share = lambda count: s
     try:
         yield
     finally:
-        autoplan.second_applies, autoplan.SECOND_FINE = old, old_fine
+        autoplan.second_applies, autoplan.second_fine, autoplan.second_share = old
 
 
 @contextmanager

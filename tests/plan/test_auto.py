@@ -146,9 +146,10 @@ def test_a_3d_count_makes_the_base_finer_for_large_sets_only():
         assert r.release.grid.eps == autoplan.base_eps(lo3, hi3, 4.0, cells), count
         assert len(r.auto.eps) == n_candidates, count
         assert r.release.size_estimate.value == count
-        # from a count of SECOND_MIN_COUNT release two takes its share (docs/privacy.md 4.10)
-        second = autoplan.SECOND_SHARE if count >= autoplan.SECOND_MIN_COUNT else 0.0
-        assert (r.release.second is not None) == (count >= autoplan.SECOND_MIN_COUNT)
+        # from a count of SMALL_SECOND_FROM release two takes its share (docs/privacy.md 4.10)
+        made = count >= autoplan.SMALL_SECOND_FROM
+        second = autoplan.second_share(count) if made else 0.0
+        assert (r.release.second is not None) == made
         assert r.release.noise.scale == pytest.approx(1.0 - autoplan.COUNT_SHARE - second, rel=1e-5)
     assert r.release.grid.eps < assumed  # the large set's base is finer
     # up to FINER_3D_UP_TO the finer ladder ends about where the count's did

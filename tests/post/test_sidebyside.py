@@ -355,9 +355,28 @@ def test_release_two_shares_the_budget(epsilon):
 
 
 @pytest.mark.parametrize(
+    "count, share, fine",
+    [
+        (6_000.0, 0.15, 2),  # from SMALL_SECOND_FROM: 0.15 of epsilon, f = 2 (strands-share)
+        (19_999.0, 0.15, 2),
+        (20_000.0, 0.1, 3),  # from SECOND_MIN_COUNT: 0.1, f = 3 (strands2), as before
+    ],
+)
+def test_release_two_below_20000_takes_its_larger_share_and_f_2(count, share, fine):
+    grid = Grid(np.zeros(3), np.ones(3), 0.03, 1.0)
+    spec = release_spec(_params(), grid, count=True, size_estimate=count)
+    second = spec.second
+    assert second is not None
+    assert second.share == share and second.fine == fine
+    total = Fraction(spec.size_estimate.scale) + Fraction(spec.noise.scale) + Fraction(second.epsilon)
+    assert total <= 1
+    assert second.epsilon == pytest.approx(share, rel=1e-5)
+
+
+@pytest.mark.parametrize(
     "d, count, kw",
     [
-        (3, 19_999.0, {}),  # below the count
+        (3, 5_999.0, {}),  # below the count
         (2, 1e6, {}),  # not 3-D
         (4, 1e6, {}),
         (3, 1e6, {"noise": "gaussian", "delta": 1e-6}),  # Gaussian: one release
@@ -413,7 +432,8 @@ def test_forecast_and_explore_say_there_are_two_releases(fitted, tmp_path, capsy
     box3 = ["--bounds", "0", "0", "0", "1", "1", "1"]
     assert main(["forecast", "--eps", "auto", "--min-samples", "auto", *box3]) == 0
     out = capsys.readouterr().out
-    assert "releases  : in 3-D, where that count is 20,000 or more, the fit makes two releases" in out
+    assert "releases  : in 3-D, where that count is 6,000 or more, the fit makes two releases" in out
+    assert "90% of it from a count of 20,000 (85% below)" in out
     assert main(["forecast", "--eps", "auto", "--min-samples", "auto", "--bounds", "0", "0", "1", "1"]) == 0
     assert "two releases" not in capsys.readouterr().out
     model = fitted[2]

@@ -21,6 +21,8 @@ from ..plan.autoplan import (
     SECOND_MIN_COUNT,
     SECOND_SHARE,
     SMALL_N,
+    SMALL_SECOND_FROM,
+    SMALL_SECOND_SHARE,
     counts_points,
 )
 from ..plan.resolve import forecast_of, noise_kind, validated
@@ -294,9 +296,10 @@ def cmd_forecast(args: argparse.Namespace, sink: WarningSink) -> int:
         # the count is made at event level only, where noise "auto" is discrete Laplace
         if len(lower) == SECOND_DIMS and noise_kind(p, False) in ("discrete", "laplace"):
             print(
-                f"releases  : in 3-D, where that count is {SECOND_MIN_COUNT:,} or more, the fit makes two "
+                f"releases  : in 3-D, where that count is {SMALL_SECOND_FROM:,} or more, the fit makes two "
                 f"releases that together spend epsilon={p['epsilon']:g}: release one (the count and the "
-                f"histogram) {1 - SECOND_SHARE:.0%} of it, release two {SECOND_SHARE:.0%} (finer cells "
+                f"histogram) {1 - SECOND_SHARE:.0%} of it from a count of {SECOND_MIN_COUNT:,} "
+                f"({1 - SMALL_SECOND_SHARE:.0%} below), release two the rest (finer cells "
                 "where release one is dense, to part spans whose parts lie side by side; docs/privacy.md "
                 "4.10); this forecast is release one's at the whole epsilon"
             )

@@ -283,7 +283,7 @@ class ReleaseSpec:
         The automatic mode without a guess of n: the DP count that sized
         the grid (its noise at the budget the count left).
     second : SecondRelease or None
-        The automatic mode in 3-D from a DP count of 20,000: release two
+        The automatic mode in 3-D from a DP count of 6,000: release two
         (:class:`SecondRelease`), whose share of epsilon the histogram's
         noise leaves; None otherwise.
     """

@@ -67,6 +67,14 @@ COUNT_SHARE = 0.01
 SECOND_SHARE = 0.1
 SECOND_MIN_COUNT = 20_000
 SECOND_DIMS = 3
+#: Below SECOND_MIN_COUNT, from a 3-D DP count of SMALL_SECOND_FROM, release
+#: two spends SMALL_SECOND_SHARE of epsilon on cells of SMALL_SECOND_FINE^3
+#: fine cells (the strands-share study, results/scenes/strands-share.md: at
+#: 0.1 epsilon its fine counts sat under the keep threshold there; held out
+#: on 92,600-93,199). Public: d, the DP count, constants.
+SMALL_SECOND_FROM = 6_000
+SMALL_SECOND_SHARE = 0.15
+SMALL_SECOND_FINE = 2
 #: Release two's rule (kept by the strands2 study): f (SECOND_FINE), then the selection's,
 #: the keep threshold's, the side-by-side cover's and the significance's
 #: constants (:class:`dpdbscan.params.specs.SecondRelease`).
@@ -343,15 +351,28 @@ def second_applies_units(d: int, noise: str, eps: float | str) -> bool:
 
 
 def second_applies(d: int, count: float | None, noise: str) -> bool:
-    """Whether the automatic mode makes release two (:data:`SECOND_SHARE`):
+    """Whether the automatic mode makes release two (:func:`second_share`):
     in ``d`` = 3, Laplace noise (discrete or continuous), a DP count of at
-    least :data:`SECOND_MIN_COUNT`. Public: d, the noise, the DP count."""
+    least :data:`SMALL_SECOND_FROM`. Public: d, the noise, the DP count."""
     return (
         d == SECOND_DIMS
         and noise in ("discrete", "laplace")
         and count is not None
-        and count >= SECOND_MIN_COUNT
+        and count >= SMALL_SECOND_FROM
     )
+
+
+def second_share(count: float) -> float:
+    """Release two's share of epsilon at a DP count ``count``:
+    :data:`SECOND_SHARE` from :data:`SECOND_MIN_COUNT`, else
+    :data:`SMALL_SECOND_SHARE`. Public: the DP count."""
+    return SECOND_SHARE if count >= SECOND_MIN_COUNT else SMALL_SECOND_SHARE
+
+
+def second_fine(count: float) -> int:
+    """Release two's f at a DP count ``count``: :data:`SECOND_FINE` from
+    :data:`SECOND_MIN_COUNT`, else :data:`SMALL_SECOND_FINE`."""
+    return SECOND_FINE if count >= SECOND_MIN_COUNT else SMALL_SECOND_FINE
 
 
 __all__ = [
@@ -369,7 +390,12 @@ __all__ = [
     "SECOND_DIMS",
     "SECOND_RULE",
     "SECOND_FINE",
+    "SMALL_SECOND_FROM",
+    "SMALL_SECOND_SHARE",
+    "SMALL_SECOND_FINE",
     "second_applies",
+    "second_share",
+    "second_fine",
     "second_applies_units",
     "SECOND_UNITS",
     "SECOND_UNITS_SHARE",

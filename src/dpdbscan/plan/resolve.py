@@ -452,13 +452,13 @@ def release_spec(
         if autoplan.second_applies(grid.d, size_estimate, kind_noise):
             # release two (docs/privacy.md 4.10) takes its share of the whole
             # epsilon from the histogram's: count + histogram + release two <= epsilon
-            epsilon_second, epsilon_noise = _split_rho(
-                epsilon_noise, autoplan.SECOND_SHARE * epsilon / epsilon_noise
-            )
+            assert size_estimate is not None  # second_applies
+            share = autoplan.second_share(size_estimate)
+            epsilon_second, epsilon_noise = _split_rho(epsilon_noise, share * epsilon / epsilon_noise)
             second = SecondRelease(
-                share=autoplan.SECOND_SHARE,
+                share=share,
                 epsilon=laws.drawn_scale("discrete", epsilon_second),
-                fine=autoplan.SECOND_FINE,
+                fine=autoplan.second_fine(size_estimate),
                 **_second_rule(),
                 noise="discrete",
                 sigma2=0.0,

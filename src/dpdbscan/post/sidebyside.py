@@ -5,9 +5,12 @@ side (issue 28 item 3; docs/privacy.md section 4.10; the strands2 study,
 
 Two or three thin 3-D strands a little apart come out of one release as one
 span: a ball of any candidate eps between two strands holds both. Where the
-automatic mode's DP count is at least 20,000 in 3-D
+automatic mode's DP count is at least 6,000 in 3-D
 (:func:`dpdbscan.plan.autoplan.second_applies`), release one (the count and
-the histogram) spends 0.9 of epsilon and release two the other 0.1:
+the histogram) spends 1 - s of epsilon and release two the other s, with s
+and f functions of the count (:func:`dpdbscan.plan.autoplan.second_share`,
+``second_fine``): 0.1 and 3 from a count of 20,000, 0.15 and 2 below it
+(the strands-share study, results/scenes/strands-share.md):
 
 1. **The fine cells** (a function of release one alone: public for release
    two): every released cell of release one (at the chosen eps) with a
