@@ -63,7 +63,9 @@ def _forced(monkeypatch):
 
 def _naive_floor(kind: str, eps: Fraction, c: int, K: int) -> int:
     """floor(F(c) 2^K) at 120 digits, naively (no interval): the oracle."""
-    ctx = decimal.Context(prec=120)  # every operation through ctx: +, - would round to 28 digits
+    # every operation through ctx: +, - would round to 28 digits; enough
+    # digits that 1 - q^k does not cancel (eps = 10^4: q is about 10^-4343)
+    ctx = decimal.Context(prec=120 + int(float(eps) * 0.4343) * 2, Emin=-999999, Emax=999999)
     q = ctx.exp(ctx.minus(ctx.divide(eps.numerator, eps.denominator)))
     if kind == "laplace":
         k = -c if c <= -1 else c + 1
@@ -75,7 +77,9 @@ def _naive_floor(kind: str, eps: Fraction, c: int, K: int) -> int:
 
 
 @pytest.mark.parametrize("kind", ["laplace", "geometric"])
-@pytest.mark.parametrize("eps", [Fraction(1), Fraction(1, 10), Fraction(5, 7), Fraction(300_007, 1 << 20)])
+@pytest.mark.parametrize(
+    "eps", [Fraction(1), Fraction(1, 10), Fraction(5, 7), Fraction(300_007, 1 << 20), Fraction(10_000)]
+)
 def test_thresholds_are_the_floors_of_the_cdf(kind, eps):
     tab = I._Table(kind, eps, 16, 64)
     cs = [j - tab.M - 1 if kind == "laplace" else j for j in range(tab.m)]
@@ -87,9 +91,9 @@ def test_thresholds_are_the_floors_of_the_cdf(kind, eps):
     q = math.exp(-float(eps))
     if kind == "laplace":
         assert int(t1[0]) == 0
-        assert q ** (tab.M + 1) / (1 + q) < 2**-16 <= q**tab.M / (1 + q)
+        assert q ** (tab.M + 1) / (1 + q) < 2**-16 and (tab.M == 0 or 2**-16 <= q**tab.M / (1 + q))
     else:
-        assert q**tab.M <= 2**-16 < q ** (tab.M - 1)
+        assert q**tab.M <= 2**-16 and (tab.M == 1 or 2**-16 < q ** (tab.M - 1))
     # deeper floors on demand agree with the naive ones
     for j in (0, tab.m // 2, tab.m - 1):
         assert tab.exact_floor(j, 192) == _naive_floor(kind, eps, cs[j], 192)
@@ -201,6 +205,18 @@ def test_cks_rounds_keep_the_law(eps):
     assert_fits(_laplace_counts(z, zmax), _laplace_probs(eps, zmax))
     g = R.cks_discrete_geometric(R.SeededSource(12), n, eps)
     assert_fits(np.bincount(np.minimum(g, zmax), minlength=zmax + 1), _geometric_probs(eps, zmax))
+
+
+def test_large_epsilon():
+    """At epsilon = 10^4 (a weak-epsilon fit) F(0) = 1 - q/(1 + q) differs
+    from 1 in its 4343rd digit: the thresholds are decided on q/(1 + q)
+    (no cancellation). Z = 0 but with probability about 10^-4343; at 7 the
+    law."""
+    assert not I.discrete_laplace(R.SeededSource(1), 10_000, Fraction(10_000)).any()
+    assert not I.geometric(R.SeededSource(1), 10_000, Fraction(10_000)).any()
+    eps = Fraction(7)
+    z = I.discrete_laplace(R.SeededSource(2), 400_000, eps)
+    assert_fits(_laplace_counts(z, 2), _laplace_probs(eps, 2))
 
 
 @pytest.mark.parametrize("n", [0, 1, 3, 4, 5, 63, 64, 65])

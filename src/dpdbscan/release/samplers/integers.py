@@ -27,7 +27,7 @@ import os
 import threading
 import warnings
 from fractions import Fraction
-from typing import Protocol, TypeAlias
+from typing import TypeAlias
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -35,19 +35,12 @@ from numpy.typing import ArrayLike
 from ...exceptions import InsecureRandomnessWarning
 from ...laws.noise import rational_epsilon  # noqa: F401 - re-exported for the noises
 from . import inversion
+from .source import Source
 
 _TWO63 = np.uint64(1 << 63)
 
 #: A seed for reproducible (insecure) noise: an int or a numpy Generator.
 Seed: TypeAlias = int | np.integer | np.random.Generator
-
-
-class Source(Protocol):
-    """Where random bits come from: ``raw(n)`` gives ``n`` uniform 64-bit words."""
-
-    secure: bool
-
-    def raw(self, n: int) -> np.ndarray: ...
 
 
 #: Bytes of one ``os.urandom`` call of :class:`SecureSource` (each copied

@@ -47,7 +47,10 @@ Exactness
    non-constant rational function of q with rational coefficients
    (``q^k / (1 + q) = r`` or ``1 - q^k / (1 + q) = r`` or ``1 - q^k = r``
    with r rational and ``k >= 1`` would make q algebraic), so it is never an
-   integer. A precision cap (:data:`.skipping.MAX_EXTRA_DIGITS`) is kept
+   integer. Where ``F = 1 - p`` the floor is taken as
+   ``2^K - 1 - floor(p 2^K)`` (equal, as ``p 2^K`` is not an integer), so
+   that no digits are lost to the cancellation in ``1 - p`` (at large
+   epsilon p is far below any working precision). A precision cap (:data:`.skipping.MAX_EXTRA_DIGITS`) is kept
    anyway and raises :class:`.skipping.ThresholdUndecided`.
 
 The layout (``M`` and the table) is a function of epsilon and the bit counts
@@ -65,14 +68,11 @@ import functools
 import math
 from decimal import Decimal
 from fractions import Fraction
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .skipping import _PREC_STEP, MAX_EXTRA_DIGITS, ThresholdUndecided, _floor_scaled, _Iv
-
-if TYPE_CHECKING:
-    from .integers import Source
+from .source import Source
 
 #: Bits of U in the table's index; tests lower it (with :data:`LEVEL2_BITS`) to force ties
 TABLE_BITS = 16
@@ -141,6 +141,7 @@ class _Table:
         return j + 1, True
 
     def _intervals(self, prec: int, js) -> list:
+        """Intervals of ``p_e`` (not of F: see :meth:`_floors`) for each j."""
         iv = _Iv(prec)
         eps = iv.frac(self.epsilon)
         es = [self._exponent(j) for j in js]
@@ -162,11 +163,17 @@ class _Table:
             q = iv.exp(iv.neg(eps))
             one_plus_q = (iv.lo.add(1, q[0]), iv.hi.add(1, q[1]))
             pw = {e: iv.div_pos(x, one_plus_q) for e, x in pw.items()}
-        return [iv.one_minus(pw[e]) if upper else pw[e] for e, upper in es]
+        return [pw[e] for e, _ in es]
 
     def _floors(self, js, K: int) -> list[int]:
-        """floor(F(c_j) 2^K) for each j, exactly (precision raised until decided)."""
+        """floor(F(c_j) 2^K) for each j, exactly (precision raised until decided).
+
+        Decided on ``p_e`` alone, without the cancellation of ``1 - p_e``
+        (at epsilon = 10^4, ``1 - q/(1 + q)`` differs from 1 in the 4343rd
+        digit): ``p_e 2^K`` is never an integer, so for ``F = 1 - p_e``
+        ``floor(F 2^K) = 2^K - ceil(p_e 2^K) = 2^K - 1 - floor(p_e 2^K)``."""
         js = list(js)
+        upper = [self._exponent(j)[1] for j in js]
         prec = 30 + int(K * 0.302) + len(str(self.epsilon))
         cap = prec + MAX_EXTRA_DIGITS
         while prec <= cap:
@@ -174,7 +181,8 @@ class _Table:
             lo = [_floor_scaled(x[0], K, prec) for x in ivs]
             hi = [_floor_scaled(x[1], K, prec) for x in ivs]
             if lo == hi:
-                return lo
+                top = (1 << K) - 1
+                return [top - f if u else f for f, u in zip(lo, upper)]
             prec += _PREC_STEP
         raise ThresholdUndecided(
             f"could not determine a threshold of the {self.kind} inversion sampler at "

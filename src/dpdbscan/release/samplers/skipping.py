@@ -66,14 +66,12 @@ import math
 from decimal import Decimal
 from fractions import Fraction
 from itertools import accumulate
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 
 from ...cells.keys import popcount
-
-if TYPE_CHECKING:  # inversion (imported by integers) uses this module's intervals
-    from .integers import Source
+from .source import Source
 
 FAST_BITS = 32  # bits of U compared with the fast table; tests lower it to force ties
 _WIDTH = 12  # bits per digit: tables of at most 4096 thresholds
