@@ -44,6 +44,7 @@ from scipy.stats import binom
 from dpdbscan import DPDBSCAN
 from dpdbscan.cells.grid import Grid
 from dpdbscan.release.histograms import DiscreteLaplace
+from dpdbscan.release.samplers import inversion
 from dpdbscan.release.samplers.integers import SecureSource, SeededSource
 
 from releases import Config as MechanismConfig
@@ -220,6 +221,20 @@ def _dense_audit(epsilon, noise, n, source, label):
 )
 def test_dense_histogram_cell_value_events(epsilon, noise):
     _dense_audit(epsilon, noise, N_QUICK, SeededSource(11), f"dense {noise} eps={epsilon}")
+
+
+def _force_inversion_ties(monkeypatch) -> None:
+    """The inversion sampler (release/samplers/inversion.py) on 4 table bits
+    and 8 second-level bits: its rare paths (the second level, exact ties,
+    the tails beyond the table) become common."""
+    monkeypatch.setattr(inversion, "TABLE_BITS", 4)
+    monkeypatch.setattr(inversion, "LEVEL2_BITS", 8)
+
+
+def test_dense_audit_with_the_inversions_rare_paths_forced(monkeypatch):
+    _force_inversion_ties(monkeypatch)
+    found = _dense_audit(1.0, "discrete", N_QUICK, SeededSource(14), "dense inversion forced eps=1")
+    _assert_tight(found["value>=1"], "discrete", 1.0, N_QUICK, _alpha(6))
 
 
 @pytest.mark.parametrize("epsilon,noise", [(1.0, "discrete"), (0.5, "discrete"), (1.0, "laplace")])
@@ -513,6 +528,17 @@ def test_long_dense_audit_and_tightness(epsilon, noise, source_kind):
     found = _dense_audit(epsilon, noise, N_LONG, source, f"long dense {noise} eps={epsilon}")
     for k in (1, 2):  # both are exact e^epsilon events
         _assert_tight(found[f"value>={k}"], noise, epsilon, N_LONG, _alpha(6), k=k, factor=0.85)
+
+
+@pytest.mark.audit
+@pytest.mark.parametrize("epsilon", [1.0, 0.1])
+def test_long_dense_audit_with_the_inversions_rare_paths_forced(epsilon, monkeypatch):
+    _force_inversion_ties(monkeypatch)
+    found = _dense_audit(
+        epsilon, "discrete", N_LONG, SeededSource(104), f"long dense inversion forced eps={epsilon}"
+    )
+    for k in (1, 2):
+        _assert_tight(found[f"value>={k}"], "discrete", epsilon, N_LONG, _alpha(6), k=k, factor=0.85)
 
 
 @pytest.mark.audit

@@ -152,7 +152,7 @@ def test_thresholds_agree_with_a_direct_high_precision_computation():
             for ell in (0, 1, 2, m // 2, m - 2):
                 num = 1 - (log_r * (ell + 1)).exp()
                 F = num if top else num / (1 - (log_r * m).exp())
-                for K in (32, 96):
+                for K in (32, 96, 224):  # 224: beyond the 28 digits of the default context
                     x = F * (2**K)
                     ref = int(x.to_integral_value(rounding=decimal.ROUND_FLOOR))
                     assert x - ref > D(10) ** -40 and ref + 1 - x > D(10) ** -40
@@ -331,3 +331,22 @@ def test_a_top_digit_alone_is_the_gap_capped_at_the_limit():
         g, beyond = B.geometric(SeededSource(5), n, tail, limit=limit)
         assert g.dtype == np.int64 and np.array_equal(g, np.where(h >= limit, limit, h))
         assert np.array_equal(beyond, h >= limit) and beyond.any() and not beyond.all()
+
+
+def test_interval_negation_keeps_the_precision():
+    """-x through the outward contexts: a bare unary minus on a Decimal rounds
+    to the default 28 digits, and thresholds at 96 bits and more drifted
+    (here epsilon = 1/3, whose decimal expansion never ends)."""
+    iv = B._Iv(120)
+    x = iv.frac(Fraction(1, 3))
+    lo, hi = iv.neg(x)
+    assert lo <= -Fraction(1, 3) <= hi and hi - lo < decimal.Decimal(10) ** -110
+    tail = B.TailProbability(Fraction(20, 3), Fraction(1, 3))
+    dig = B._Digit(tail, 0, 12, True)
+    D = decimal.Decimal
+    with decimal.localcontext(decimal.Context(prec=150)):
+        q = (-D(1) / D(3)).exp()
+        log_miss = (1 - q**20 / (1 + q)).ln()
+        for ell in (0, 7, 4000):
+            x = (1 - (log_miss * (ell + 1)).exp()) * 2**224
+            assert dig.exact_floor(ell, 224) == int(x.to_integral_value(rounding=decimal.ROUND_FLOOR))

@@ -51,8 +51,8 @@ def test_compiled_rounds_draw_the_same_noise_from_the_same_words(eps, rare):
     for n in (0, 1, 2, 7, 64, 1000, 30_011):
         for seed in range(3):
             a, b = _Recorded(seed, rare), _Recorded(seed, rare)
-            want = R.discrete_laplace(a, n, eps)
-            got = R.discrete_laplace(b, n, eps, compiled=True)
+            want = R.cks_discrete_laplace(a, n, eps)
+            got = R.cks_discrete_laplace(b, n, eps, compiled=True)
             assert got.dtype == want.dtype == np.int64
             np.testing.assert_array_equal(got, want)
             assert b.calls == a.calls  # the same words, drawn in the same calls

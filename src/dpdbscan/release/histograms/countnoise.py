@@ -34,8 +34,10 @@ from ..samplers.skipping import TailProbability
 class DiscreteLaplace:
     """P(Z = z) proportional to exp(-epsilon |z|) on the integers (geometric mechanism).
 
-    Sampled exactly with integer arithmetic (Canonne-Kamath-Steinke), for
-    epsilon rounded *down* to a fraction with denominator at most 2**20.
+    Sampled exactly with integer comparisons, for epsilon rounded *down* to
+    a fraction with denominator at most 2**20: by inversion of a lazily
+    refined uniform (:mod:`dpdbscan.release.samplers.inversion`), or below
+    epsilon about 0.0027 by Canonne-Kamath-Steinke's rounds.
     """
 
     name = "discrete"
@@ -206,8 +208,10 @@ def compiled_noise(grid: Grid) -> bool:
     """Whether a dense release on ``grid`` draws its discrete Laplace noise
     through the compiled rounds (:func:`~dpdbscan.release.samplers.integers.discrete_laplace`
     with ``compiled``): the same words and the same values, in less CPU
-    (4-D, 4.1M cells: 0.11 s to 0.06 s). Public sizes only; a 2-D release
-    never loads numba."""
+    (4-D, 4.1M cells: 0.11 s to 0.06 s). Only the CKS rounds have compiled
+    steps, so this matters only below epsilon about 0.0027; above it the
+    inversion sampler draws the noise either way (0.03 s for 3.8M cells).
+    Public sizes only; a 2-D release never loads numba."""
     if grid.d >= COMPILED_NOISE_FROM_D:
         return grid.n_cells >= COMPILED_NOISE_CELLS
     return grid.d == 3 and grid.n_cells >= COMPILED_NOISE_CELLS_3D

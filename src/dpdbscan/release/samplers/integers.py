@@ -12,7 +12,11 @@ arithmetic only: uniform integers below a bound (rejection sampling),
 Bernoulli(num/den), Bernoulli(exp(-num/den)) and the discrete Laplace
 distribution, following Canonne, Kamath and Steinke, "The Discrete Gaussian for
 Differential Privacy" (NeurIPS 2020), Algorithms 1 and 2, vectorised over
-arrays: each round advances every sample that is still running.
+arrays: each round advances every sample that is still running. The discrete
+Laplace and geometric laws are drawn faster, and as exactly, by inversion
+(:mod:`.inversion`) wherever its tables are built (epsilon above about
+0.0027); the CKS rounds (:func:`cks_discrete_laplace`,
+:func:`cks_discrete_geometric`) remain for smaller epsilon.
 """
 
 from __future__ import annotations
@@ -23,26 +27,20 @@ import os
 import threading
 import warnings
 from fractions import Fraction
-from typing import Protocol, TypeAlias
+from typing import TypeAlias
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ...exceptions import InsecureRandomnessWarning
 from ...laws.noise import rational_epsilon  # noqa: F401 - re-exported for the noises
+from . import inversion
+from .source import Source
 
 _TWO63 = np.uint64(1 << 63)
 
 #: A seed for reproducible (insecure) noise: an int or a numpy Generator.
 Seed: TypeAlias = int | np.integer | np.random.Generator
-
-
-class Source(Protocol):
-    """Where random bits come from: ``raw(n)`` gives ``n`` uniform 64-bit words."""
-
-    secure: bool
-
-    def raw(self, n: int) -> np.ndarray: ...
 
 
 #: Bytes of one ``os.urandom`` call of :class:`SecureSource` (each copied
@@ -391,6 +389,19 @@ def _one_sided(source, n: int, s: int, t: int, compiled: bool = False) -> np.nda
 def discrete_laplace(source: Source, n: int, epsilon: Fraction, compiled: bool = False) -> np.ndarray:
     """``n`` exact samples with P(Z = z) proportional to exp(-epsilon |z|).
 
+    By inversion (:func:`.inversion.discrete_laplace`: one 16-bit word and
+    a table look-up per sample) wherever :func:`.inversion.applies` (epsilon
+    above about 0.0027, public), else by :func:`cks_discrete_laplace`
+    (``compiled``: its rounds compiled). Either way the exact law.
+    """
+    if inversion.applies(epsilon):
+        return inversion.discrete_laplace(source, int(n), epsilon)
+    return cks_discrete_laplace(source, n, epsilon, compiled)
+
+
+def cks_discrete_laplace(source: Source, n: int, epsilon: Fraction, compiled: bool = False) -> np.ndarray:
+    """``n`` exact samples with P(Z = z) proportional to exp(-epsilon |z|), CKS Algorithm 2.
+
     Z = +-Y with a fair sign, where a draw of "-0" is rejected (so that 0 is
     not counted twice) and that sample alone is drawn again. ``compiled``:
     the rounds' bookkeeping in compiled passes (:mod:`.noiserounds`; where a
@@ -440,8 +451,19 @@ def discrete_laplace(source: Source, n: int, epsilon: Fraction, compiled: bool =
 
 def discrete_geometric(source: Source, n: int, epsilon: Fraction, compiled: bool = False) -> np.ndarray:
     """``n`` exact samples of G >= 0 with P(G = g) proportional to exp(-epsilon g).
-    ``compiled``: the rounds' bookkeeping compiled (:mod:`.noiserounds`), the
-    same words and values."""
+
+    By inversion (:func:`.inversion.geometric`) wherever
+    :func:`.inversion.applies`, else by :func:`cks_discrete_geometric`.
+    """
+    if inversion.applies(epsilon):
+        return inversion.geometric(source, int(n), epsilon)
+    return cks_discrete_geometric(source, n, epsilon, compiled)
+
+
+def cks_discrete_geometric(source: Source, n: int, epsilon: Fraction, compiled: bool = False) -> np.ndarray:
+    """``n`` exact samples of G >= 0 with P(G = g) proportional to exp(-epsilon g),
+    CKS Algorithm 2 without the sign. ``compiled``: the rounds' bookkeeping
+    compiled (:mod:`.noiserounds`), the same words and values."""
     return _one_sided(source, n, epsilon.numerator, epsilon.denominator, compiled)
 
 

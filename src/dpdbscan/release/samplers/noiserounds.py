@@ -1,6 +1,7 @@
-"""Compiled bookkeeping of the discrete Laplace sampler's rounds
-(:func:`.integers.discrete_laplace`), where a fit loads numba anyway
-(:func:`dpdbscan.release.histograms.countnoise.compiled_noise`).
+"""Compiled bookkeeping of the discrete Laplace sampler's CKS rounds
+(:func:`.integers.cks_discrete_laplace`, which draws the noise below epsilon
+about 0.0027; above, :mod:`.inversion` needs no compiled steps), where a fit
+loads numba anyway (:func:`dpdbscan.release.histograms.countnoise.compiled_noise`).
 
 The words are drawn as before, by the same calls of the source in the same
 order and sizes; the kernels only do in one pass what numpy did in several

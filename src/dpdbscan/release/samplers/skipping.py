@@ -71,7 +71,7 @@ from typing import Protocol
 import numpy as np
 
 from ...cells.keys import popcount
-from .integers import Source
+from .source import Source
 
 FAST_BITS = 32  # bits of U compared with the fast table; tests lower it to force ties
 _WIDTH = 12  # bits per digit: tables of at most 4096 thresholds
@@ -202,7 +202,10 @@ class _Iv:
         return lo, hi
 
     def neg(self, x):
-        return -x[1], -x[0]
+        # through the contexts: unary minus on a Decimal rounds to the
+        # thread's default context (28 digits, half-even), which neither
+        # keeps the precision nor rounds outward
+        return self.lo.minus(x[1]), self.hi.minus(x[0])
 
     def one_minus(self, x):
         return self.lo.subtract(1, x[1]), self.hi.subtract(1, x[0])
