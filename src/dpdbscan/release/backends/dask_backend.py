@@ -459,7 +459,12 @@ def _unit_type(kind: str) -> Any:
     """The Arrow type units of ``kind`` are shuffled in."""
     import pyarrow as pa
 
-    return {"int": pa.int64(), "float": pa.float64(), "text": pa.binary(), "object": pa.binary()}[kind]
+    # text as bytes with 64-bit offsets: a partition (a gzip file is one)
+    # may hold more than the 2 GiB of text 32-bit offsets can address, and
+    # whether a fit happens must not hinge on one unit's id pushing it over
+    return {"int": pa.int64(), "float": pa.float64(), "text": pa.large_binary(), "object": pa.large_binary()}[
+        kind
+    ]
 
 
 def unit_array(values: Any, kind: str) -> Any:
@@ -480,6 +485,10 @@ def unit_array(values: Any, kind: str) -> Any:
         arr = (
             values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(values, from_pandas=True)
         )
+        if kind == "text" and _is_text(arr.type):
+            # bytes with 64-bit offsets, a dictionary's decoded, chunk by
+            # chunk: no 2 GiB limit when they are combined
+            arr = arr.cast(pa.large_binary())
         if isinstance(arr, pa.ChunkedArray):
             arr = arr.combine_chunks()
         if pa.types.is_dictionary(arr.type):
@@ -506,18 +515,38 @@ def _object_tokens(values: Any) -> Any:
     read on its own (:func:`dpdbscan.files.unitids.read_units`)."""
     import pyarrow as pa
 
+    large = pa.large_binary()
     if isinstance(values, pa.ChunkedArray):
+        if pa.types.is_binary(values.type) or pa.types.is_large_binary(values.type):
+            values = values.cast(large)  # chunk by chunk: no 2 GiB limit when combined
         values = values.combine_chunks()
-    if isinstance(values, pa.Array) and pa.types.is_binary(values.type):
-        return values  # tokens already (a shuffled column)
+    if isinstance(values, pa.Array) and (
+        pa.types.is_binary(values.type) or pa.types.is_large_binary(values.type)
+    ):
+        return values.cast(large)  # tokens already (a shuffled column)
     if hasattr(values, "to_numpy") and not isinstance(values, (np.ndarray, pa.Array)):
         values = values.to_numpy(dtype=object, na_value=None)
     ids = canonical_ids(np.asarray(values, dtype=object).tolist())
     with contextlib.suppress(pa.ArrowInvalid, pa.ArrowTypeError, UnicodeError, OverflowError):
-        text = pa.array(ids)
+        text = pa.array(ids)  # past 2 GiB of text: a ChunkedArray
         if pa.types.is_string(text.type) or pa.types.is_null(text.type):
-            return text.cast(pa.binary())  # all text: its bytes are its tokens
-    return pa.array([None if v is None else id_token(v) for v in ids.tolist()], type=pa.binary())
+            text = text.cast(large)  # all text: its bytes are its tokens
+            return text.combine_chunks() if isinstance(text, pa.ChunkedArray) else text
+    return pa.array([None if v is None else id_token(v) for v in ids.tolist()], type=large)
+
+
+def _is_text(t: Any) -> bool:
+    """Whether the Arrow type ``t`` holds text or bytes (or a dictionary of them)."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return (
+        pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+    )
 
 
 def _pairs_meta(grid: Grid, kind: str) -> Any:
