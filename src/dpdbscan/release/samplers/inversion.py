@@ -71,7 +71,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .skipping import _PREC_STEP, MAX_EXTRA_DIGITS, ThresholdUndecided, _floor_scaled, _Iv
+from .skipping import _PREC_STEP, MAX_EXTRA_DIGITS, ThresholdUndecided, _floor_scaled, _Iv, refine_tie
 from .source import Source
 
 #: Bits of U in the table's index; tests lower it (with :data:`LEVEL2_BITS`) to force ties
@@ -225,25 +225,7 @@ class _Table:
         it are three runs, found by bisection."""
         lo = first
         hi = int(np.searchsorted(self.t2, self.t2[first], side="right"))
-        K = self.k2
-        while lo < hi:
-            prefix = (prefix << 64) | int(source.raw(1)[0])
-            K += 64
-            lo = self._bisect(lo, hi, K, prefix, strict=True)
-            hi = self._bisect(lo, hi, K, prefix, strict=False)
-        return lo
-
-    def _bisect(self, lo: int, hi: int, K: int, prefix: int, strict: bool) -> int:
-        """First j in [lo, hi) with floor(F(c_j) 2^K) >= prefix (``strict``)
-        or > prefix (else hi)."""
-        while lo < hi:
-            mid = (lo + hi) // 2
-            t = self.exact_floor(mid, K)
-            if (t < prefix) if strict else (t <= prefix):
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo
+        return refine_tie(source, self.exact_floor, prefix, self.k2, lo, hi)
 
 
 @functools.lru_cache(maxsize=32)

@@ -63,6 +63,7 @@ from __future__ import annotations
 import decimal
 import functools
 import math
+from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
 from itertools import accumulate
@@ -366,25 +367,40 @@ class _Digit:
         T = self.fast
         lo = first
         hi = int(np.searchsorted(T, T[first], side="right"))  # tied: lo <= l < hi
-        K = self.fast_bits
-        while lo < hi:
-            prefix = (prefix << 64) | int(source.raw(1)[0])
-            K += 64
-            lo = self._bisect(lo, hi, K, prefix, strict=True)
-            hi = self._bisect(lo, hi, K, prefix, strict=False)
-        return lo
+        return refine_tie(source, self.exact_floor, prefix, self.fast_bits, lo, hi)
 
-    def _bisect(self, lo: int, hi: int, K: int, prefix: int, strict: bool) -> int:
-        """First l in [lo, hi) with floor(F(l) 2^K) >= prefix (``strict``) or
-        > prefix (else hi)."""
-        while lo < hi:
-            mid = (lo + hi) // 2
-            t = self.exact_floor(mid, K)
-            if (t < prefix) if strict else (t <= prefix):
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo
+
+def refine_tie(
+    source: Source, exact_floor: Callable[[int, int], int], prefix: int, K: int, lo: int, hi: int
+) -> int:
+    """The first index ``l`` in [lo, hi) with U < F(l) (else ``hi``), where
+    the K-bit ``prefix`` of the uniform U ties every threshold
+    floor(F(l) 2^K) of [lo, hi) (``exact_floor(l, K)``, non-decreasing in
+    ``l``): U is refined by 64 bits at a time, and at each precision the
+    indices below the new prefix, tied with it and above it are three runs,
+    found by bisection. Shared by the geometric digits here and the discrete
+    Laplace's inversion (:mod:`.inversion`)."""
+    while lo < hi:
+        prefix = (prefix << 64) | int(source.raw(1)[0])
+        K += 64
+        lo = _bisect(exact_floor, lo, hi, K, prefix, strict=True)
+        hi = _bisect(exact_floor, lo, hi, K, prefix, strict=False)
+    return lo
+
+
+def _bisect(
+    exact_floor: Callable[[int, int], int], lo: int, hi: int, K: int, prefix: int, strict: bool
+) -> int:
+    """First l in [lo, hi) with floor(F(l) 2^K) >= prefix (``strict``) or
+    > prefix (else hi)."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        t = exact_floor(mid, K)
+        if (t < prefix) if strict else (t <= prefix):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 @functools.lru_cache(maxsize=64)
