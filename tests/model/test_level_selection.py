@@ -34,12 +34,7 @@ def _fit(seed=1, X=None, **kw):
 
 @pytest.fixture(scope="module")
 def unsure():
-    """A level selection whose choice was close: another eps scored within 90%.
-
-    Seed 0: at seed 1 the inversion noise gave an alternative whose level
-    spans are not all spans of the flat model at their MinPts, which the
-    CKS noise gives at seeds 4 and 8 of 0-9 as well (left for the levels'
-    owner; seed 0 passes with both noises)."""
+    """A level selection whose choice was close: another eps scored within 90%."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return _fit(0)
@@ -56,13 +51,21 @@ def clear():
 
 
 def _is_a_span_at(model, span, flat):
-    """Span ``span`` of ``model`` is exactly one span of ``flat`` (same grid)."""
-    mine = model.core_keys[model.labels == span]
+    """Span ``span`` of ``model`` is exactly one span of ``flat``: the same
+    sub-cells, compared by their coordinates, since a grid at another eps
+    pads its keys by its own reach (a span taken at its own eps is compared
+    with the flat model at that eps)."""
+    mine = np.sort(flat.grid.encode(model.grid.decode(model.core_keys[model.labels == span])))
     hit = np.searchsorted(flat.core_keys, mine)
     if mine.size == 0 or hit.max() >= flat.core_keys.size or not np.array_equal(flat.core_keys[hit], mine):
         return False
     owners = np.unique(flat.labels[hit])
-    return owners.size == 1 and np.array_equal(flat.core_keys[flat.labels == owners[0]], mine)
+    return owners.size == 1 and np.array_equal(np.sort(flat.core_keys[flat.labels == owners[0]]), mine)
+
+
+def _flat_at(model, level):
+    """The flat model of the same release at the level's own eps and MinPts."""
+    return with_params(model, eps=level["eps"], min_samples=level["min_samples"])
 
 
 def test_the_automatic_mode_takes_each_span_at_its_own_level(unsure):
@@ -207,6 +210,25 @@ def test_the_unsure_line_compares_like_with_like(unsure):
     )
 
 
+@quiet
+def test_a_span_taken_at_its_own_eps_is_a_span_of_the_flat_model_there():
+    """A span the alternative grows to a larger candidate eps (post.ownscale)
+    is exactly one span of the same release's flat model at that eps and its
+    MinPts, not at the model's own eps: seed 1's alternative grows one. The
+    check once compared it with the flat model at the alternative's eps, key
+    for key across two grids' paddings, and failed on such seeds."""
+    from dpdbscan.model.levels import alternative
+
+    alt = alternative(_fit(1))
+    taken = [lv for lv in alt.auto["levels"] if lv.get("taken")]
+    assert taken and all(lv["eps"] > alt.grid.eps for lv in taken)
+    for lv in alt.auto["levels"]:
+        assert _is_a_span_at(alt, lv["span"], _flat_at(alt, lv))
+    # and the comparison can fail: at the alternative's own eps the grown span is no span
+    lv = taken[0]
+    assert not _is_a_span_at(alt, lv["span"], with_params(alt, min_samples=lv["min_samples"]))
+
+
 def test_explore_shows_the_chosen_spans_beside_the_alternative(unsure, clear, tmp_path, capsys):
     ex = E.explore(unsure, [unsure.grid.eps], [20, 40])
     assert [t for t, _ in ex.selections][0].startswith("chosen") and len(ex.selections) == 2
@@ -215,7 +237,7 @@ def test_explore_shows_the_chosen_spans_beside_the_alternative(unsure, clear, tm
     # the alternative: the runner-up eps's own selection, from the same release
     assert alt.grid.eps == pytest.approx(unsure.auto["runner_up"]["eps"]) and alt.auto["alternative"]
     for lv in alt.auto["levels"]:
-        assert _is_a_span_at(alt, lv["span"], with_params(alt, min_samples=lv["min_samples"]))
+        assert _is_a_span_at(alt, lv["span"], _flat_at(alt, lv))
     assert len(E.explore(clear, [clear.grid.eps], [20]).selections) == 1
     save_model(unsure, tmp_path / "u.json")
     assert (
