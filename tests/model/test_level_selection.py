@@ -319,6 +319,10 @@ def test_the_command_line_takes_the_selection(tmp_path, capsys):
     assert main(["info", str(tmp_path / "a" / "p.spans.json")]) == 0
     info = capsys.readouterr().out
     assert "levels : 3 span(s)" in info and "at its own level: span" in info
+    # the summary's own rows (choice or unsure) are rows of info too, not lines under "levels"
+    rows = [line.split(" : ", 1)[0].strip() for line in info.splitlines() if " : " in line]
+    assert rows.count("choice") + rows.count("unsure") == 1
+    assert rows[rows.index("levels") + 1 :].count("") >= 3  # the spans continue the levels row
 
 
 # --------------------------------------------------------------------------- #

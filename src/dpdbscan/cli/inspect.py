@@ -24,6 +24,20 @@ from .common import read_model as load_model
 from .maps import picture_options
 
 
+def _labelled(lines: list[str]) -> list[tuple[str, str]]:
+    """The summary's lines as ``info``'s rows: a line ``"  name : text"``
+    (the summary's own rows: levels, places, choice, unsure) is a row of
+    its own; the indented lines under it (spans, reasons) continue it."""
+    rows: list[tuple[str, str]] = []
+    for line in lines:
+        label, sep, text = line.partition(":")
+        if sep and line.startswith("  ") and not line.startswith("   ") and label.strip().isidentifier():
+            rows.append((label.strip(), text.strip()))
+        else:
+            rows.append(("", line.strip()))
+    return rows
+
+
 def cmd_predict(args: argparse.Namespace, sink: WarningSink) -> int:
     model = load_model(args.model)
     read, progress = read_options_from_args(args), progress_flag(getattr(args, "no_progress", False))
@@ -193,10 +207,7 @@ def cmd_info(args: argparse.Namespace, sink: WarningSink) -> int:
                 f"{len(a.get('min_samples_candidates', []))} MinPts candidates",
             )
         )
-        lines = [line.strip() for line in level_lines(model, g_all.get("levels"))]
-        if lines:
-            rows.append(("levels", lines[0].split(":", 1)[1].strip()))
-            rows += [("", line) for line in lines[1:]]
+        rows += _labelled(level_lines(model, g_all.get("levels")))
     elif r.eps != g.eps or r.min_samples != model.spec.min_samples:
         rows.append(
             (
