@@ -107,6 +107,52 @@ def test_unit_ids_of_more_than_2_gib_in_all_are_read():
     assert codes.tolist() == [0, 1, 2, 3, 4, 5] and len(uniq) == 6
 
 
+def test_dictionary_units_of_chunks_with_their_own_dictionaries(monkeypatch):
+    """A dictionary column whose chunks hold their own dictionaries (values
+    repeated within one and across them, nulls in both): the same codes and
+    ids as the plain column, and past ``bounding.LARGE_BYTES`` too."""
+    from dpdbscan.release import bounding
+
+    d1 = pa.DictionaryArray.from_arrays(
+        pa.array([0, 2, None, 1, 0], pa.int32()), pa.array(["cab7", "b", "b"])
+    )
+    d2 = pa.DictionaryArray.from_arrays(
+        pa.array([2, 0, 1, 3], pa.int32()), pa.array(["Z", None, "cab7", "a"])
+    )
+    col = pa.chunked_array(
+        [d1, pa.DictionaryArray.from_arrays(pa.array([], pa.int32()), pa.array([], pa.string())), d2]
+    )
+    plain = pa.chunked_array([c.cast(pa.string()) for c in col.chunks], pa.string())
+    want_codes, want_ids = bounding.factorize(plain)
+    codes, ids = bounding.factorize(col)
+    named = [None if c < 0 else ids[c] for c in codes]
+    assert named == [None if c < 0 else want_ids[c] for c in want_codes]
+    assert named == ["cab7", "b", None, "b", "cab7", "cab7", "Z", None, "a"]
+    monkeypatch.setattr(bounding, "LARGE_BYTES", 10, raising=False)
+    codes2, ids2 = bounding.factorize(col)
+    np.testing.assert_array_equal(codes2, codes)
+    assert list(ids2) == list(ids)
+
+
+@pytest.mark.slow
+def test_dictionary_unit_ids_of_more_than_2_gib_in_all_are_read():
+    """Three chunks, each with its own dictionary of two 400 MiB ids: their
+    union overflowed unify_dictionaries (ArrowCapacityError on the code before)."""
+    from dpdbscan.release import bounding
+
+    col = pa.chunked_array(
+        [
+            pa.DictionaryArray.from_arrays(
+                pa.array([0, 1, 1], pa.int32()),
+                pa.array([bytes([65 + i]) * (400 << 20), bytes([97 + i]) * (400 << 20)], pa.binary()),
+            )
+            for i in range(3)
+        ]
+    )
+    codes, uniq = bounding.factorize(col)
+    assert codes.tolist() == [0, 1, 1, 2, 3, 3, 4, 5, 5] and len(uniq) == 6
+
+
 @pytest.mark.parametrize("kind", ["string", "binary", "dict"])
 def test_dask_unit_columns_are_bytes_with_64_bit_offsets(kind):
     """A Dask partition's units (text, bytes, a dictionary of text, or an

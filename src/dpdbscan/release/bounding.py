@@ -251,15 +251,23 @@ def _factorize_arrow_array(arr: Any) -> tuple[np.ndarray, np.ndarray]:
     if pa.types.is_null(t):
         return np.full(len(arr), -1, dtype=np.int64), np.zeros(0, dtype=np.int64)
     if pa.types.is_dictionary(t):
-        unified = arr.unify_dictionaries()
-        dictionary = unified.chunk(0).dictionary if unified.num_chunks else pa.array([], t.value_type)
-        # a dictionary may repeat a value: codes by value, not by position
-        dcodes, uniques = _factorize_arrow_array(pa.chunked_array([dictionary]))
-        idx = pc.fill_null(pa.chunked_array([c.indices for c in unified.chunks], t.index_type), -1)
-        idx = idx.to_numpy().astype(np.int64)
-        codes = np.full(idx.size, -1, dtype=np.int64)
-        ok = idx >= 0
-        codes[ok] = dcodes[idx[ok]]
+        # every chunk's own dictionary, factorized together by value (a
+        # dictionary may repeat a value, chunks may share or differ), not
+        # unify_dictionaries: its one 32-bit dictionary overflows past 2 GiB
+        # of distinct text (ArrowCapacityError: a traceback, one unit's long
+        # id more than the read before; docs/privacy.md section 8, round 11)
+        chunks = [c for c in arr.chunks if len(c)]
+        dcodes, uniques = _factorize_arrow_array(
+            pa.chunked_array([c.dictionary for c in chunks], t.value_type)
+        )
+        start = np.cumsum([0] + [len(c.dictionary) for c in chunks])
+        codes = np.full(len(arr), -1, dtype=np.int64)
+        at = 0
+        for c, first in zip(chunks, start[:-1]):
+            idx = pc.fill_null(c.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+            ok = idx >= 0
+            codes[at : at + idx.size][ok] = dcodes[first + idx[ok]]
+            at += idx.size
         return codes, uniques
     if (
         pa.types.is_string(t)
