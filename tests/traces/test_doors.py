@@ -269,6 +269,13 @@ def test_a_time_column_the_file_lacks_is_refused_before_reading(capsys, tmp_path
         pa.array([1.0, np.nan, 1.0, 2.0]).dictionary_encode(),
         pa.array([0.0, -0.0, 1.0, -0.0]).dictionary_encode(),  # two entries, one unit
         np.array(["a", "b", "c", "a"], dtype=object),
+        # a null dictionary value (unify_dictionaries refused it: no release)
+        pa.chunked_array(
+            [
+                pa.DictionaryArray.from_arrays(pa.array([0, 1, 1], pa.int32()), pa.array(["a", None])),
+                pa.DictionaryArray.from_arrays(pa.array([1, 0], pa.int32()), pa.array(["a", "b"])),
+            ]
+        ),
     ],
 )
 def test_group_codes_group_rows_as_factorize_does(units):

@@ -293,7 +293,12 @@ def group_codes(units: Any) -> np.ndarray | None:
     if not pa.types.is_dictionary(units.type):
         return None
     if isinstance(units, pa.ChunkedArray):
-        units = units.unify_dictionaries()
+        if any(c.dictionary.null_count for c in units.chunks):
+            return None  # unify_dictionaries refuses a null value: the caller factorizes
+        try:
+            units = units.unify_dictionaries()
+        except pa.ArrowCapacityError:
+            return None  # more than 2 GiB of distinct ids: the caller factorizes with 64-bit offsets
         if units.num_chunks == 0:
             return np.zeros(0, dtype=np.int64)
         dictionary = units.chunk(0).dictionary
