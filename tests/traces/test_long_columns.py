@@ -176,6 +176,24 @@ def test_dask_unit_columns_are_bytes_with_64_bit_offsets(kind):
     assert dask_backend.unit_array(tokens.cast(pa.binary()), "object").equals(tokens)
 
 
+def test_dask_number_units_in_dictionaries_with_a_null_value():
+    """A Dask partition's numeric unit column as Arrow dictionaries, one
+    holding a null value: combining the chunks unified the dictionaries,
+    which refused the null, and the fit stopped ("the units do not
+    convert"). Now each chunk is decoded first: the null is a missing id."""
+    pytest.importorskip("dask")
+    from dpdbscan.release.backends import dask_backend
+
+    col = pa.chunked_array(
+        [
+            pa.DictionaryArray.from_arrays(pa.array([0, 1, 1], pa.int32()), pa.array([3, None], pa.int64())),
+            pa.DictionaryArray.from_arrays(pa.array([1, 0], pa.int32()), pa.array([3, 5], pa.int64())),
+        ]
+    )
+    assert dask_backend.unit_array(col, "int").to_pylist() == [3, None, None, 5, 3]
+    assert dask_backend.unit_array(col, "float").to_pylist() == [3.0, None, None, 5.0, 3.0]
+
+
 @pytest.mark.slow
 def test_dask_unit_text_of_more_than_2_gib_in_one_partition():
     """Six ids of 400 MiB in three blocks, as one partition's unit column:

@@ -489,6 +489,10 @@ def unit_array(values: Any, kind: str) -> Any:
             # bytes with 64-bit offsets, a dictionary's decoded, chunk by
             # chunk: no 2 GiB limit when they are combined
             arr = arr.cast(pa.large_binary())
+        if isinstance(arr, pa.ChunkedArray) and pa.types.is_dictionary(arr.type):
+            # decoded chunk by chunk: combining unifies the dictionaries, which
+            # refuses a null dictionary value (docs/privacy.md section 8, round 11)
+            arr = pa.chunked_array([c.dictionary_decode() for c in arr.chunks], arr.type.value_type)
         if isinstance(arr, pa.ChunkedArray):
             arr = arr.combine_chunks()
         if pa.types.is_dictionary(arr.type):
