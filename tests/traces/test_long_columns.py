@@ -208,3 +208,28 @@ def test_dask_unit_text_of_more_than_2_gib_in_one_partition():
     got = dask_backend.unit_array(col, "text")
     assert len(got) == 6 and got.type == pa.large_binary()
     assert got[5].as_py()[:3] == b"ccc" and len(got[5].as_py()) == 400 << 20
+
+
+def test_time_and_status_dictionaries_with_a_null_value_read_row_by_row():
+    """A time or status column as Arrow dictionary chunks, one dictionary
+    holding a null value (``null_encoding="encode"``): combining the chunks
+    unified the dictionaries, which refused the null, and the read failed
+    (ArrowInvalid) whatever the other rows. Now each chunk is decoded first:
+    the null is a missing time or status, dropped with its row."""
+    from dpdbscan.traces import times, tripends
+
+    def dict_chunks(first, second):
+        return pa.chunked_array(
+            [
+                pa.DictionaryArray.from_arrays(pa.array([0, 1, 1], pa.int32()), pa.array(first)),
+                pa.DictionaryArray.from_arrays(pa.array([1, 0], pa.int32()), pa.array(second)),
+            ]
+        )
+
+    t = dict_chunks(["2008-05-17T10:00:00", None], ["2008-05-17T10:00:00", "2008-05-17T11:00:00"])
+    got = times.parse_times(t)
+    assert np.isnan(got[1:3]).all() and got[[0, 3, 4]].tolist() == [1211018400.0, 1211022000.0, 1211018400.0]
+    np.testing.assert_array_equal(times.parse_times(t, unit="ms"), got)
+    s = dict_chunks(["1", None], ["0", "1"])
+    want = tripends.parse_status(pa.chunked_array([c.cast(pa.string()) for c in s.chunks], pa.string()))
+    np.testing.assert_array_equal(tripends.parse_status(s), want)

@@ -194,6 +194,21 @@ def as_column(values: Any) -> np.ndarray:
     return np.asarray(values)
 
 
+def combined(values: Any) -> Any:
+    """A pyarrow ChunkedArray as one Array, a dictionary column decoded chunk
+    by chunk first: combining dictionary chunks unifies their dictionaries,
+    which refuses a null dictionary value (``null_encoding="encode"``), so
+    one missing value would fail the read (docs/privacy.md section 8,
+    round 11). An Array is returned as it is."""
+    import pyarrow as pa
+
+    if not isinstance(values, pa.ChunkedArray):
+        return values
+    if pa.types.is_dictionary(values.type):
+        values = pa.chunked_array([c.dictionary_decode() for c in values.chunks], values.type.value_type)
+    return values.combine_chunks()
+
+
 def read_objects(arr: np.ndarray) -> tuple[np.ndarray, list[str | None]]:
     """The values of an object array, each by its own type: ``(numbers,
     texts)``, where ``numbers`` holds each number's float value (NaN
@@ -263,7 +278,7 @@ def _scaled(values: Any, per: float) -> np.ndarray:
 
     out = parse_times(values)
     if type(values).__module__.split(".")[0] == "pyarrow":
-        arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+        arr = combined(values)
         if pa.types.is_dictionary(arr.type):
             arr = arr.dictionary_decode()
     else:
@@ -307,7 +322,7 @@ def _parse_arrow(values: Any) -> np.ndarray:
                 _integer_seconds(chunk, out[at : at + len(chunk)])
                 at += len(chunk)
             return out
-        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+        values = combined(values) if values.num_chunks != 1 else values.chunk(0)
     t = values.type
     if pa.types.is_dictionary(t):
         inner = _parse_arrow(values.dictionary)
@@ -598,7 +613,7 @@ def _texts_of(values: Any) -> Any:
     import pyarrow as pa
 
     if type(values).__module__.split(".")[0] == "pyarrow":
-        arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+        arr = combined(values)
         if pa.types.is_dictionary(arr.type):
             arr = arr.dictionary_decode()
         t = arr.type

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .order import trace_order
-from .times import as_column, in_parts, parse_times, read_objects
+from .times import as_column, combined, in_parts, parse_times, read_objects
 
 #: The events a status column gives.
 ENDS = ("pickup", "dropoff", "both")
@@ -138,7 +138,7 @@ def _arrow(values: Any) -> Any:
     import pyarrow as pa
 
     if type(values).__module__.split(".")[0] == "pyarrow":
-        arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+        arr = combined(values)
     else:
         raw = as_column(values)
         if raw.dtype.kind == "O":
