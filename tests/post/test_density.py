@@ -1071,7 +1071,7 @@ def test_a_dense_field_is_the_same_with_plain_comparisons_and_no_near_filter(see
     want = density_field(hist, 100)
     assert want.keys.size > 100
     with monkeypatch.context() as mp:
-        mp.setattr(cs, "at_least", lambda values, cut: values >= cut)
+        mp.setattr(cs, "at_least", lambda values, cut, out=None: np.greater_equal(values, cut, out=out))
         same = density_field(hist, 100)
     assert np.array_equal(want.keys, same.keys) and np.array_equal(want.estimates, same.estimates)
     calls = []
@@ -1084,3 +1084,18 @@ def test_a_dense_field_is_the_same_with_plain_comparisons_and_no_near_filter(see
     again = density_field(hist, 100)
     assert calls  # the filter ran
     assert np.array_equal(want.keys, again.keys) and np.array_equal(want.estimates, again.estimates)
+
+
+@pytest.mark.parametrize("size", [1, 1000, 1 << 17, (1 << 17) + 1, 3 * (1 << 17) + 5])
+def test_occupied_cells_of_a_dense_release_are_a_plain_scan(size):
+    """The occupied cells found a chunk at a time: the indices and values
+    of a scan of every value, whatever the size against the chunk."""
+    from dpdbscan.post.coretests.density.coresubcells import OCCUPIED_CHUNK, _occupied_flat
+
+    assert OCCUPIED_CHUNK == 1 << 17
+    values = np.random.default_rng(size).integers(-6, 12, size).reshape(-1, 1)
+    for cut in (2.7139, 3.0, 0.5):
+        idx, own = _occupied_flat(values, cut)
+        want = np.flatnonzero(values.ravel() >= cut)
+        np.testing.assert_array_equal(idx, want)
+        np.testing.assert_array_equal(own, values.ravel()[want])

@@ -729,23 +729,40 @@ def _cube_masses(hist: NoisyHistogram, cand: np.ndarray, R: int) -> np.ndarray |
     return out + 2.0**grid.d * 1e-12 * (total + 1.0)
 
 
-def at_least(values: np.ndarray, cut: float) -> np.ndarray:
+def at_least(values: np.ndarray, cut: float, out: np.ndarray | None = None) -> np.ndarray:
     """``values >= cut`` (a float cut): for integer values (a discrete
     release's) against the integer ``ceil(cut)``, the same booleans (an
     integer v is >= c exactly when v >= ceil(c); numpy compares them as
     floats, exact below 2^53) without converting every value to a float
-    first (3.76M values: 3.6 ms to 1.4 ms of CPU)."""
+    first (3.76M values: 3.6 ms to 1.4 ms of CPU). ``out``: a bool array
+    to write them to."""
     if values.dtype.kind == "i" and math.isfinite(cut) and abs(cut) < 2.0**53:
-        return values >= np.int64(math.ceil(cut))
-    return values >= cut
+        return np.greater_equal(values, np.int64(math.ceil(cut)), out=out)
+    return np.greater_equal(values, cut, out=out)
+
+
+#: Values of a dense release scanned at a time for the occupied cells
+#: (:func:`_occupied_flat`): the comparisons, their indices and the values
+#: at them while the chunk is in the cache (3.76M values: 6.2 -> 5.1 ms)
+OCCUPIED_CHUNK = 1 << 17
 
 
 def _occupied_flat(values: np.ndarray, cut: float) -> tuple[np.ndarray, np.ndarray]:
     """Row-major indices (so sorted by key) and values of the cells of a
     dense release whose noisy count is >= cut > 0."""
     flat = values.ravel()
-    idx = np.flatnonzero(at_least(flat, cut))
-    return idx, flat[idx]
+    if flat.size <= OCCUPIED_CHUNK:
+        idx = np.flatnonzero(at_least(flat, cut))
+        return idx, flat[idx]
+    mask = np.empty(OCCUPIED_CHUNK, dtype=bool)
+    idx_parts, value_parts = [], []
+    for a in range(0, flat.size, OCCUPIED_CHUNK):
+        part = flat[a : a + OCCUPIED_CHUNK]
+        at = np.flatnonzero(at_least(part, cut, out=mask[: part.size]))
+        value_parts.append(part[at])
+        at += a
+        idx_parts.append(at)
+    return np.concatenate(idx_parts), np.concatenate(value_parts)
 
 
 def _occupied_cells(hist: NoisyHistogram, cut: float):
