@@ -69,8 +69,9 @@ class DPDBSCAN(EstimatorBase):
         (a ``PrivateNoteWarning``: a private note, the command line's words),
         with either backend.
     random_state : None, int or numpy Generator, default=None
-        None uses the operating system's CSPRNG. A seed gives reproducible,
-        insecure noise for research and warns.
+        None uses a cryptographically secure generator (the operating
+        system's; for large draws OpenSSL's, seeded from it: docs/privacy.md
+        4.5). A seed gives reproducible, insecure noise for research and warns.
     core : {"density", "bound"}, default="density"
         The core test, applied to the same DP release (docs/accuracy.md).
         "density": a sub-cell is core when its estimated eps-neighbourhood

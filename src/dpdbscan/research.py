@@ -12,7 +12,7 @@ how it works:
 
 Counting and noise (benchmarks)
     ``run_length``: unique keys and counts of sorted cell keys (the counting floor).
-    ``SecureSource``: the operating system's CSPRNG, the default noise source.
+    ``SecureSource``: the secure generators (the OS's; OpenSSL's for large draws), the default noise source.
     ``SeededSource``: a seeded, reproducible and NOT secure noise source.
     ``discrete_laplace``: exact discrete Laplace draws at a rational epsilon.
     ``rational_epsilon``: the rational epsilon (rounded down) that noise is drawn with.

@@ -1032,3 +1032,70 @@ def test_the_face_join_parts_core_sub_cells_that_the_eps_join_joins():
     assert join_r2(fine, join="face") == 1.5 and join_r2(fine) > 1.5
     with pytest.raises(ValueError, match="join must be"):
         join_r2(fine, join="edge")
+
+
+def test_at_least_is_the_float_comparison():
+    """``at_least`` (an integer cut for integer values) gives the booleans
+    of ``values >= cut`` for every kind of cut, and floats are compared as
+    they were."""
+    from dpdbscan.post.coretests.density.coresubcells import at_least
+
+    rng = np.random.default_rng(0)
+    values = np.concatenate([rng.integers(-50, 50, 10_000), [0, 1, -1, 2**52, -(2**52), 2**53 - 1]])
+    cuts = [0.0, -0.0, 1.0, 2.7139249692892324, -2.5, 3.0 * (1 - 1e-9), 1e-12, 49.999999, 2.0**52 + 0.5]
+    cuts += [2.0**53, -(2.0**60), math.inf, -math.inf, math.nan] + list(rng.uniform(-60, 60, 50))
+    for cut in cuts:
+        np.testing.assert_array_equal(at_least(values, cut), values >= cut, err_msg=repr(cut))
+        floats = values.astype(np.float64) + 0.25
+        np.testing.assert_array_equal(at_least(floats, cut), floats >= cut)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_dense_field_is_the_same_with_plain_comparisons_and_no_near_filter(seed, monkeypatch):
+    """The dense field's candidates (cells above the occupancy cut by an
+    integer comparison, the heavy cells taken among them, the near mask
+    read by row-major index) give the field of float comparisons
+    (``at_least`` replaced by ``>=``), and the near filter drops no cell
+    the exact sums keep: the same field with a mask that keeps every cell
+    (a heavy cell missed would drop its neighbours' sub-cells)."""
+    from dpdbscan.post.coretests.density import coresubcells as cs
+
+    rng = np.random.default_rng(seed)
+    c = rng.uniform(0.2, 0.8, (4, 2))
+    X = np.clip(c[rng.integers(0, 4, 20_000)] + rng.normal(0, 0.003, (20_000, 2)), 0, 1)
+    # 501,264 cells, most of them empty: few heavy cells against many
+    # cells whose noise clears the occupancy cut, so the near filter runs
+    grid = Grid(np.zeros(2), np.ones(2), 0.002, 4.0)
+    hist = release_histogram(grid, X, MechanismConfig(histogram="dense", epsilon=1.0, delta=0.0), 2)
+    assert hist.kind == "dense" and hist.values.dtype.kind == "i"
+    want = density_field(hist, 100)
+    assert want.keys.size > 100
+    with monkeypatch.context() as mp:
+        mp.setattr(cs, "at_least", lambda values, cut, out=None: np.greater_equal(values, cut, out=out))
+        same = density_field(hist, 100)
+    assert np.array_equal(want.keys, same.keys) and np.array_equal(want.estimates, same.estimates)
+    calls = []
+
+    def everywhere(grid, heavy, offsets):
+        calls.append(heavy.size)
+        return np.ones(grid.shape, dtype=bool)
+
+    monkeypatch.setattr(cs, "_dense_near_mask", everywhere)
+    again = density_field(hist, 100)
+    assert calls  # the filter ran
+    assert np.array_equal(want.keys, again.keys) and np.array_equal(want.estimates, again.estimates)
+
+
+@pytest.mark.parametrize("size", [1, 1000, 1 << 17, (1 << 17) + 1, 3 * (1 << 17) + 5])
+def test_occupied_cells_of_a_dense_release_are_a_plain_scan(size):
+    """The occupied cells found a chunk at a time: the indices and values
+    of a scan of every value, whatever the size against the chunk."""
+    from dpdbscan.post.coretests.density.coresubcells import OCCUPIED_CHUNK, _occupied_flat
+
+    assert OCCUPIED_CHUNK == 1 << 17
+    values = np.random.default_rng(size).integers(-6, 12, size).reshape(-1, 1)
+    for cut in (2.7139, 3.0, 0.5):
+        idx, own = _occupied_flat(values, cut)
+        want = np.flatnonzero(values.ravel() >= cut)
+        np.testing.assert_array_equal(idx, want)
+        np.testing.assert_array_equal(own, values.ravel()[want])

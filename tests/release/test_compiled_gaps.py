@@ -230,11 +230,15 @@ def test_a_failed_read_on_the_second_thread_is_raised(monkeypatch):
         R.SecureSource().raw(1000)
 
 
-def test_secure_words_are_fair_bits():
-    """The bits of a threaded draw are fair: the count of ones among 2^25
-    bits within an exact binomial interval at rate 1e-7."""
+@pytest.mark.parametrize("openssl", [True, False], ids=["OpenSSL", "os.urandom on two threads"])
+def test_secure_words_are_fair_bits(openssl, monkeypatch):
+    """The bits of a large draw (from OpenSSL's generator, or without it
+    from ``os.urandom`` on two threads) are fair: the count of ones among
+    2^25 bits within an exact binomial interval at rate 1e-7."""
     from scipy import stats
 
+    if not openssl:
+        monkeypatch.setattr(R, "_openssl_bytes", lambda: None)
     words = R.SecureSource().raw(1 << 19)
     ones = int(np.unpackbits(words.view(np.uint8)).sum())
     lo, hi = stats.binom.interval(1 - 1e-7, 64 << 19, 0.5)

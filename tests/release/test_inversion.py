@@ -170,10 +170,14 @@ def test_tails_at_the_production_bits(eps):
     assert_fits(np.bincount(np.minimum(far, gmax), minlength=gmax + 1), _geometric_probs(eps, gmax))
 
 
-def test_secure_source_threaded_draw():
-    """A draw large enough for :class:`R.SecureSource`'s two threads (its
-    16-bit words come from at least SECURE_THREADED_WORDS 64-bit words)."""
-    n = 4 * R.SECURE_THREADED_WORDS + 12_345
+@pytest.mark.parametrize("openssl", [True, False], ids=["OpenSSL", "os.urandom on two threads"])
+def test_secure_source_large_draw(openssl, monkeypatch):
+    """A draw large enough for :class:`R.SecureSource`'s OpenSSL generator
+    (or, without it, for its two threads reading ``os.urandom``): its 16-bit
+    words come from at least SECURE_OPENSSL_WORDS 64-bit words."""
+    if not openssl:
+        monkeypatch.setattr(R, "_openssl_bytes", lambda: None)
+    n = 4 * max(R.SECURE_THREADED_WORDS, R.SECURE_OPENSSL_WORDS) + 12_345
     z = I.discrete_laplace(R.SecureSource(), n, Fraction(1))
     q = math.exp(-1)
     assert binom_ok((z == 0).sum(), n, (1 - q) / (1 + q))

@@ -120,7 +120,7 @@ def release_histogram(
     any noise is added, on every path: a duplicate would let one point change
     a count by more than 1. The dense path draws its noise while the points
     are counted, since the noise does not depend on them. ``random_state``
-    None draws from the operating system's CSPRNG; a seed is for research.
+    None draws from a secure generator (:class:`SecureSource`); a seed is for research.
 
     With a contribution bound (``spec.units``), ``units`` gives the privacy
     unit of each row (for the in-memory backend, one id per row; a

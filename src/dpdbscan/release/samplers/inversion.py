@@ -79,6 +79,8 @@ TABLE_BITS = 16
 #: Bits of U compared at the second level (at most 64; one 64-bit word supplies
 #: the ``LEVEL2_BITS - TABLE_BITS`` bits after the table's)
 LEVEL2_BITS = 64
+#: Words looked up at a time (:meth:`_Table.indices`)
+LOOKUP_CHUNK = 1 << 16
 #: The largest body half-width M the tables are built for (:func:`applies`)
 MAX_M = 4096
 _FLAG = np.iinfo(np.int16).min  # table entry of a flagged bucket (never an outcome: |z| <= MAX_M + 1)
@@ -204,9 +206,18 @@ class _Table:
         words = source.raw((n + 3) // 4).view(np.uint16)[:n]
         if self.k1 < 16:
             words = words >> np.uint16(16 - self.k1)
-        code = np.take(self.table, words)
-        flagged = np.flatnonzero(code == _FLAG)
-        out = code.astype(np.int64)
+        # the look-up a chunk at a time, its codes still in the cache when
+        # they are widened and searched for flags (3.76M words: 7.7 -> 5.4 ms)
+        out = np.empty(n, dtype=np.int64)
+        parts = []
+        for a in range(0, n, LOOKUP_CHUNK):
+            code = np.take(self.table, words[a : a + LOOKUP_CHUNK])
+            out[a : a + code.size] = code
+            at = np.flatnonzero(code == _FLAG)
+            if at.size:
+                at += a
+                parts.append(at)
+        flagged = np.concatenate(parts) if parts else np.empty(0, dtype=np.intp)
         if not flagged.size:
             return out, flagged, flagged
         extra = self.k2 - self.k1

@@ -256,14 +256,27 @@ def density_field(
             if occupancy_sigmas >= 0
             else share * tmin / float(S.max())
         )
-        cand, own = _occupied_cells(hist, max(cut, 1e-12) * (1 - 1e-9))
+        occupied_cut = max(cut, 1e-12) * (1 - 1e-9)
+        heavy_cut = tmin / float(S.max()) * (1 - 1e-9)
+        if hist.kind == "dense":
+            # row-major indices first, keys only of the cells kept
+            cand_flat, own = _occupied_flat(hist.values, occupied_cut)
+            if cand_flat.size:
+                # E~(q) >= T needs a cell in NB(X) holding >= T / max S: among
+                # the occupied cells when that cut is the higher (the same
+                # cells as a scan of every value, without one)
+                if heavy_cut >= occupied_cut:
+                    heavy = cand_flat[at_least(own, heavy_cut)]
+                else:
+                    heavy = np.flatnonzero(at_least(hist.values.ravel(), heavy_cut))
+                if heavy.size * weights.offsets.shape[0] < cand_flat.size:
+                    near = np.ascontiguousarray(_dense_near_mask(grid, heavy, weights.offsets))
+                    keep = near.reshape(-1)[cand_flat]
+                    cand_flat, own = cand_flat[keep], own[keep]
+            cand = _keys_of_flat(grid, cand_flat)
+        else:
+            cand, own = _occupied_cells(hist, occupied_cut)
         if hist.kind == "dense" and cand.size:
-            # E~(q) >= T needs a cell in NB(X) holding >= T / max S
-            heavy = np.flatnonzero(hist.values.ravel() >= tmin / float(S.max()) * (1 - 1e-9))
-            if heavy.size * weights.offsets.shape[0] < cand.size:
-                near = _dense_near_mask(grid, heavy, weights.offsets)
-                keep = near[tuple(grid.decode(cand).T)]
-                cand, own = cand[keep], own[keep]
             if cover_pays(grid.shape, weights.offsets, cand.size) and _cover_beats_noise(hist, weights, tmin):
                 # cells whose noise clears the cut: the box cover of the
                 # positive parts rules most of them out (cover.py)
@@ -716,14 +729,49 @@ def _cube_masses(hist: NoisyHistogram, cand: np.ndarray, R: int) -> np.ndarray |
     return out + 2.0**grid.d * 1e-12 * (total + 1.0)
 
 
+def at_least(values: np.ndarray, cut: float, out: np.ndarray | None = None) -> np.ndarray:
+    """``values >= cut`` (a float cut): for integer values (a discrete
+    release's) against the integer ``ceil(cut)``, the same booleans (an
+    integer v is >= c exactly when v >= ceil(c); numpy compares them as
+    floats, exact below 2^53) without converting every value to a float
+    first (3.76M values: 3.6 ms to 1.4 ms of CPU). ``out``: a bool array
+    to write them to."""
+    if values.dtype.kind == "i" and math.isfinite(cut) and abs(cut) < 2.0**53:
+        return np.greater_equal(values, np.int64(math.ceil(cut)), out=out)
+    return np.greater_equal(values, cut, out=out)
+
+
+#: Values of a dense release scanned at a time for the occupied cells
+#: (:func:`_occupied_flat`): the comparisons, their indices and the values
+#: at them while the chunk is in the cache (3.76M values: 6.2 -> 5.1 ms)
+OCCUPIED_CHUNK = 1 << 17
+
+
+def _occupied_flat(values: np.ndarray, cut: float) -> tuple[np.ndarray, np.ndarray]:
+    """Row-major indices (so sorted by key) and values of the cells of a
+    dense release whose noisy count is >= cut > 0."""
+    flat = values.ravel()
+    if flat.size <= OCCUPIED_CHUNK:
+        idx = np.flatnonzero(at_least(flat, cut))
+        return idx, flat[idx]
+    mask = np.empty(OCCUPIED_CHUNK, dtype=bool)
+    idx_parts, value_parts = [], []
+    for a in range(0, flat.size, OCCUPIED_CHUNK):
+        part = flat[a : a + OCCUPIED_CHUNK]
+        at = np.flatnonzero(at_least(part, cut, out=mask[: part.size]))
+        value_parts.append(part[at])
+        at += a
+        idx_parts.append(at)
+    return np.concatenate(idx_parts), np.concatenate(value_parts)
+
+
 def _occupied_cells(hist: NoisyHistogram, cut: float):
     """Sorted keys and values of the cells whose noisy count is >= cut > 0
     (unreleased cells of a sparse release read 0 and never pass)."""
     grid = hist.grid
     if hist.kind == "dense":
-        flat = hist.values.ravel()
-        idx = np.flatnonzero(flat >= cut)  # row-major: sorted by key
-        return _keys_of_flat(grid, idx), flat[idx]
+        idx, own = _occupied_flat(hist.values, cut)
+        return _keys_of_flat(grid, idx), own
     values = hist.values
     if values.size and values.min() >= cut:
         # every released cell (a sparse release's values are >= theta, and
