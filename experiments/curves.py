@@ -13,6 +13,8 @@ gate committed first.
 
     PYTHONPATH=src:. python -m experiments.curves --seeds 70000-70047 --variants today,hdbscan --out ROWS
     PYTHONPATH=src:. python -m experiments.curves --summary ROWS
+    PYTHONPATH=src:. python -m experiments.curves --compare ROWS --variants today,low2 --draws 3
+    PYTHONPATH=src:. python -m experiments.curves --resolution --seeds 70019,70065
 """
 
 from __future__ import annotations
@@ -97,7 +99,9 @@ def row_of(seed: int, variant: str) -> dict:
     }
     t = time.process_time()
     if variant == "hdbscan":
-        return {**base, "ari": scene_bench.hdbscan_ari(sc), "cpu": time.process_time() - t}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # scikit-learn's HDBSCAN `copy` default
+            return {**base, "ari": scene_bench.hdbscan_ari(sc), "cpu": time.process_time() - t}
     draw = int(variant.split("@")[1]) if "@" in variant else 0
     with variant_block(variant), warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -148,11 +152,91 @@ def summary(rows: dict, variants: Sequence[str]) -> str:
     for g in sorted(groups):
         cells = []
         for v in variants:
-            vals = [mean_over_draws(rows, v, s) for s in groups[g]]
-            vals = [x for x in vals if x is not None]
+            means = [mean_over_draws(rows, v, s) for s in groups[g]]
+            vals = [x for x in means if x is not None]
             cells.append(f"{np.mean(vals):.3f} ({len(vals)})" if vals else "-")
         lines.append(f"| {g} | {len(groups[g])} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def compare(rows: dict, variants: Sequence[str], draws: int, seeds: Sequence[int] | None = None) -> str:
+    """Per scene each variant's mean ARI over its draws 0..draws-1 and
+    HDBSCAN's, then the means and each variant's paired difference from the
+    first (better / worse beyond 0.02), over the scenes where every variant
+    has every draw."""
+
+    def mean_of(seed: int, v: str) -> float | None:
+        keys = [(seed, v if r == 0 else f"{v}@{r}") for r in range(draws)]
+        return float(np.mean([rows[k]["ari"] for k in keys])) if all(k in rows for k in keys) else None
+
+    lines = [
+        "| seed | n | k | families | " + " | ".join(variants) + " | HDBSCAN |",
+        "|---" * (5 + len(variants)) + "|",
+    ]
+    table = []
+    for seed in sorted(seeds if seeds is not None else {s for s, _ in rows}):
+        got = [mean_of(seed, v) for v in variants]
+        vals = [x for x in got if x is not None]
+        if len(vals) < len(got):
+            continue
+        r = rows[(seed, variants[0])]  # draw 0 of the first variant, as mean_of found it
+        h = rows.get((seed, "hdbscan"), {}).get("ari", float("nan"))
+        table.append((vals, h))
+        fams = " ".join(t for t in r["tags"].split() if t not in ("noise", "varied", "bridges"))
+        lines.append(
+            f"| {seed:,} | {r['n']:,} | {r['k']} | {fams} | "
+            + " | ".join(f"{x:.3f}" for x in vals)
+            + f" | {h:.3f} |"
+        )
+    if not table:
+        return "no scene has every draw of every variant"
+    arr = np.array([t[0] for t in table])
+    hd = np.array([t[1] for t in table])
+    lines.append(
+        f"| mean ({len(table)}) | | | | "
+        + " | ".join(f"{x:.3f}" for x in arr.mean(0))
+        + f" | {np.nanmean(hd):.3f} |"
+    )
+    for j, v in enumerate(variants[1:], 1):
+        d = arr[:, j] - arr[:, 0]
+        lines.append(
+            f"\n{v} - {variants[0]}: paired {d.mean():+.3f}, better / worse beyond 0.02: "
+            f"{int((d > 0.02).sum())} / {int((d < -0.02).sum())}"
+        )
+    return "\n".join(lines)
+
+
+def resolution(seed: int, fines: Sequence[int] = (1, 2, 3, 4, 6, 8), least: int = 3) -> str:
+    """Without noise: into how many large pieces (each at least 10% of the
+    clustered mass) the clustered points' counts fall on cells of release
+    one's width / f, keeping cells of at least ``least`` points, joined by
+    face, edge or corner, and the median count of an occupied cell. Reads
+    the points: a diagnosis of what resolution the scene needs, not a
+    release."""
+    from scipy import ndimage
+
+    sc = scenes.curves_scene(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = (
+            DPDBSCAN("auto", min_samples="auto", epsilon=1.0, bounds=sc.bounds, random_state=seed)
+            .fit(sc.X)
+            .spans_
+        )
+    w0 = float(np.max(model.histogram.grid.width))
+    X = sc.X[sc.y >= 0]
+    out = []
+    for f in fines:
+        c = np.floor((X - sc.lower) / (w0 / f)).astype(np.int64)
+        c -= c.min(0)
+        arr = np.zeros(tuple(c.max(0) + 1), dtype=np.int32)
+        np.add.at(arr, tuple(c.T), 1)
+        lab, nl = ndimage.label(arr >= least, structure=np.ones((3,) * sc.d))
+        sizes = np.asarray(ndimage.sum(arr, lab, range(1, nl + 1)))
+        big = int((sizes >= 0.1 * sizes.sum()).sum()) if nl else 0
+        out.append(f"f {f}: {big} ({int(np.median(arr[arr > 0]))})")
+    fams = " ".join(t for t in sorted(sc.tags) if t not in ("noise", "varied", "bridges"))
+    return f"| {seed:,} | {sc.d} | {sc.n:,} | {sc.k} | {fams} | " + " | ".join(out) + " |"
 
 
 def seeds_of(text: str) -> list[int]:
@@ -169,10 +253,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--variants", default="today,hdbscan")
     ap.add_argument("--out")
     ap.add_argument("--summary")
+    ap.add_argument("--compare", help="rows: per scene, the variants' mean over --draws draws")
+    ap.add_argument("--draws", type=int, default=1)
+    ap.add_argument("--resolution", action="store_true", help="the noiseless pieces of --seeds' scenes")
     args = ap.parse_args(argv)
     variants = args.variants.split(",")
     if args.summary:
         print(summary(read(args.summary), variants))
+        return 0
+    if args.compare:
+        print(compare(read(args.compare), variants, args.draws, args.seeds))
+        return 0
+    if args.resolution:
+        for seed in args.seeds:
+            print(resolution(seed), flush=True)
         return 0
     if not args.seeds or not args.out:
         ap.error("--seeds and --out, or --summary")
