@@ -61,16 +61,34 @@ def low_3d(least: int, second: bool = True) -> Iterator[None]:
         sizing.FINER_3D_FROM, autoplan.SMALL_SECOND_FROM = old
 
 
+@contextlib.contextmanager
+def agree_everywhere() -> Iterator[None]:
+    """Research: the near-ties of the eps choice go to the candidate whose
+    selection agrees best with the others' (``ownscale.agreeing``) at every
+    DP count, not only where a 2-D count below 6,000 sized the base.
+    Post-processing of the one release."""
+    from dpdbscan.post import ownscale
+
+    old = ownscale.ties_for
+    ownscale.ties_for = lambda counted: "agree"
+    try:
+        yield
+    finally:
+        ownscale.ties_for = old
+
+
 def variant_block(variant: str) -> contextlib.AbstractContextManager:
     """The research block of ``variant`` (``today``: none; ``lowK``: the
     3-D regime of 6,000-20,000 from a count of K x 1,000; ``basK``: its
     base and faces only, release two still from 6,000; ``twoK``: only
     release two from K x 1,000; ``twoKsSfF``: release two from K x 1,000 at
     a share 0.S of epsilon with f = F, at every count; ``ppcX``: the base's points per cell 0.X, 0.3 in the
-    library, in every dimension)."""
+    library, in every dimension; ``agree``: :func:`agree_everywhere`)."""
     name = variant.split("@")[0]
     if name == "today":
         return contextlib.nullcontext()
+    if name == "agree":
+        return agree_everywhere()
     if name.startswith("ppc"):
         digits = name[3:]
         return auto_points_per_cell(int(digits) / 10 ** len(digits))

@@ -9,6 +9,7 @@ import pytest
 
 from dpdbscan.params import sizing
 from dpdbscan.plan import autoplan
+from dpdbscan.post import ownscale
 from experiments import curves
 
 
@@ -27,6 +28,9 @@ def test_the_low_3d_variants_move_the_regime_and_put_it_back():
         assert (autoplan.second_share(2_500), autoplan.second_fine(2_500)) == (0.3, 3)
     with curves.variant_block("ppc15"):
         assert autoplan.POINTS_PER_CELL == 0.15
+    with curves.variant_block("agree"):
+        assert ownscale.ties_for(20_000) == "agree"
+    assert ownscale.ties_for(20_000) == "largest" and ownscale.ties_for(3_000) == "agree"
     assert (sizing.FINER_3D_FROM, autoplan.SMALL_SECOND_FROM) == before
     assert autoplan.POINTS_PER_CELL == 0.3 and not autoplan.second_applies(3, 2_500, "discrete")
     with pytest.raises(ValueError, match="unknown variant"):
