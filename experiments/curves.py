@@ -35,6 +35,7 @@ import numpy as np
 from dpdbscan import DPDBSCAN
 from dpdbscan.params import sizing
 from dpdbscan.plan import autoplan
+from dpdbscan.post import ownscale
 from dpdbscan.research import auto_points_per_cell, second_release_where
 
 from . import scene_bench, scenes
@@ -67,8 +68,6 @@ def agree_everywhere() -> Iterator[None]:
     selection agrees best with the others' (``ownscale.agreeing``) at every
     DP count, not only where a 2-D count below 6,000 sized the base.
     Post-processing of the one release."""
-    from dpdbscan.post import ownscale
-
     old = ownscale.ties_for
     ownscale.ties_for = lambda counted: "agree"
     try:
