@@ -109,6 +109,21 @@ THIN_TAG = 0x7A1C
 THIN_N = (1_000, 50_000)
 #: Share of 3-D scenes of :func:`thin_scene` (half: the gap by dimension).
 THIN_SHARE_3D = 0.5
+#: Seed-sequence tag of :func:`curves_scene`.
+CURVES_TAG = 0xC0A7E5
+#: The palette of :func:`curves_scene` (issue 28 item 3, results/scenes/curves.md):
+#: thin shapes next to each other, harder than :data:`CLOSE_FAMILIES`:
+#: ``tight`` interleaved spirals wound more tightly (3 to 5 turns: arms
+#: nearer in the box's units, as thin relative to their spacing as
+#: ``spirals``), ``parallel`` thin sine curves (half-width 0.8-3% of the
+#: component's radius) at 1.5 to 4 times their width apart, ``graded``
+#: parallel curves whose density falls along their length (up to 30x from
+#: one end to the other).
+CURVES_FAMILIES = ("tight", "parallel", "graded")
+#: n of :func:`curves_scene`: the labelled sets' sizes (issue 28).
+CURVES_N = (1_000, 20_000)
+#: Share of 3-D scenes of :func:`curves_scene`.
+CURVES_SHARE_3D = 0.3
 #: Clusters per component of each kind.
 CLUSTERS = {
     "blob": 1,
@@ -125,6 +140,12 @@ CLUSTERS = {
     "spirals3": 3,
     "strands": 2,
     "strands3": 3,
+    "tight": 2,
+    "tight3": 3,
+    "parallel": 2,
+    "parallel3": 3,
+    "graded": 2,
+    "graded3": 3,
 }
 
 
@@ -323,6 +344,21 @@ def strands(rng, counts, r, d, periods, amplitude, width, gap):
     return out
 
 
+def graded(rng, counts, r, d, periods, amplitude, width, gap, fall):
+    """:func:`strands` whose density falls along their length: each curve's
+    points are drawn from 4x as many of a :func:`strands` curve, weighted by
+    ``fall`` ^ -(x share along the curve), so one end is ``fall`` times as
+    dense as the other (the ends alternate between curves)."""
+    out = []
+    for j, (n, c) in enumerate(
+        zip(counts, strands(rng, [4 * n for n in counts], r, 2, periods, amplitude, width, gap))
+    ):
+        t = (c[:, 0] - c[:, 0].min()) / max(float(np.ptp(c[:, 0])), 1e-300)
+        w = fall ** -(t if j % 2 == 0 else 1 - t)
+        out.append(_planar(c[rng.choice(c.shape[0], n, replace=False, p=w / w.sum())], d))
+    return out
+
+
 def moons(rng, n0, n1, r, d, width):
     """Two interleaved half rings (2 clusters of n0 and n1 points): radius
     R = r / 1.6, the second turned over and shifted, as scikit-learn's moons."""
@@ -417,6 +453,20 @@ def _draw_component(rng: np.random.Generator, family: str, d: int, slots: int, h
             width=float(rng.uniform(0.02, 0.045)),
             gap=float(rng.uniform(0.12, 0.22)),
         )
+    elif family == "tight":
+        kind = "tight3" if slots >= 3 and rng.random() < 0.4 else "tight"
+        p.update(turns=float(rng.uniform(3, 5)), spacing_share=float(rng.uniform(0.15, 0.3)))
+    elif family in ("parallel", "graded"):
+        kind = family + "3" if slots >= 3 and rng.random() < 0.4 else family
+        width = float(rng.uniform(0.008, 0.03))
+        p.update(
+            periods=float(rng.uniform(1, 2)),
+            amplitude=float(rng.uniform(0.1, 0.3)),
+            width=width,
+            gap=float(2 * width * rng.uniform(1.5, 4)),
+        )
+        if family == "graded":
+            p["fall"] = float(rng.uniform(3, 30))
     if CLUSTERS[kind] > slots:  # no room for a pair: a single cluster instead
         kind, p = "blob", {}
     w = [weight() for _ in range(CLUSTERS[kind])]
@@ -446,6 +496,12 @@ def _points(rng: np.random.Generator, comp: _Component, counts: list, r: float, 
         parts = moons(rng, counts[0], counts[1], r, d, p["width"])
     elif k.startswith("spirals"):
         parts = spirals(rng, counts, r, d, p["turns"], p["spacing_share"])
+    elif k.startswith("tight"):
+        parts = spirals(rng, counts, r, d, p["turns"], p["spacing_share"])
+    elif k.startswith("parallel"):
+        parts = strands(rng, counts, r, d, p["periods"], p["amplitude"], p["width"], p["gap"])
+    elif k.startswith("graded"):
+        parts = graded(rng, counts, r, d, p["periods"], p["amplitude"], p["width"], p["gap"], p["fall"])
     elif k.startswith("strands"):
         parts = strands(rng, counts, r, d, p["periods"], p["amplitude"], p["width"], p["gap"])
     elif k == "core_shell":
@@ -466,6 +522,12 @@ def _describe(comp: _Component, counts: list, r: float) -> str:
         "strands": lambda p: f" gap {p['gap']:.2f}",
         "strands3": lambda p: f" gap {p['gap']:.2f}",
         "curve": lambda p: f" {p['periods']:.1f} periods",
+        "tight": lambda p: f" {p['turns']:.1f} turns, spacing {p['spacing_share']:.2f}",
+        "tight3": lambda p: f" {p['turns']:.1f} turns, spacing {p['spacing_share']:.2f}",
+        "parallel": lambda p: f" gap {p['gap']:.3f} width {p['width']:.3f}",
+        "parallel3": lambda p: f" gap {p['gap']:.3f} width {p['width']:.3f}",
+        "graded": lambda p: f" gap {p['gap']:.3f} width {p['width']:.3f} fall {p['fall']:.0f}x",
+        "graded3": lambda p: f" gap {p['gap']:.3f} width {p['width']:.3f} fall {p['fall']:.0f}x",
     }.get(comp.kind, lambda p: "")
     pts = "+".join(f"{c:,}" for c in counts)
     return f"{comp.kind}{extra(comp.params)} (r {r:.3f}, {pts} pts)"
@@ -541,6 +603,17 @@ def thin_scene(seed: int) -> Scene:
     :data:`SMALL_K`, n log-uniform in :data:`THIN_N`, 3-D with probability
     :data:`THIN_SHARE_3D`."""
     return _scene(seed, THIN_TAG, SMALL_FAMILIES, THIN_N, SMALL_K, share_3d=THIN_SHARE_3D)
+
+
+def curves_scene(seed: int) -> Scene:
+    """A labelled scene of thin shapes nearer each other than
+    :func:`thin_scene`'s (``seed``'s own stream, tag :data:`CURVES_TAG`;
+    issue 28 item 3, results/scenes/curves.md): drawn as :func:`scene`
+    draws, its palette from :data:`CURVES_FAMILIES` (tightly wound
+    interleaved spirals, parallel thin curves of varying gap, parallel
+    curves of varying density), k in :data:`SMALL_K`, n log-uniform in
+    :data:`CURVES_N`, 3-D with probability :data:`CURVES_SHARE_3D`."""
+    return _scene(seed, CURVES_TAG, CURVES_FAMILIES, CURVES_N, SMALL_K, share_3d=CURVES_SHARE_3D)
 
 
 def dimension(seed: int, close: bool = False) -> int:
@@ -665,7 +738,15 @@ def _scene(
 
 
 def _family(kind: str) -> str:
-    return {"ball": "blob", "moons": "arc", "spirals3": "spirals", "strands3": "strands"}.get(kind, kind)
+    return {
+        "ball": "blob",
+        "moons": "arc",
+        "spirals3": "spirals",
+        "strands3": "strands",
+        "tight3": "tight",
+        "parallel3": "parallel",
+        "graded3": "graded",
+    }.get(kind, kind)
 
 
 def main(argv=None) -> int:

@@ -47,6 +47,10 @@ INSIDE = {
     # prints the ledger's statements by accounting (results/ledger/statements.md):
     # the composition rules themselves (dpdbscan.ledger.composition, dpdbscan.laws)
     "experiments/ledger_statements.py",
+    # moves the 3-D regime of a DP count of 6,000-20,000 (dpdbscan.params.sizing's
+    # FINER_3D_FROM, dpdbscan.plan.autoplan's SMALL_SECOND_FROM) to smaller
+    # counts for a study of that lever (results/scenes/curves.md)
+    "experiments/curves.py",
 }
 #: A module of the package named in a string (importlib.import_module,
 #: __import__, a patch target): past the ``import`` statements the AST check

@@ -285,3 +285,31 @@ def test_the_guess_of_n_or_the_dp_count_sizes_the_base_release():
     assert guess.auto["base_eps"] > 2 * big.auto["base_eps"]
     assert plain.auto["base_eps"] > 2 * big.auto["base_eps"]
     assert plain.auto["base_eps"] == pytest.approx(guess.auto["base_eps"], rel=0.1)
+
+
+def test_curves_scenes_put_thinner_shapes_nearer_in_2d_and_3d():
+    seeds = range(70_000, 70_012)
+    drawn = [scenes.curves_scene(s) for s in seeds]
+    for seed, sc in zip(seeds, drawn):
+        np.testing.assert_array_equal(sc.X, scenes.curves_scene(seed).X)
+        assert scenes.CURVES_N[0] * 0.99 <= sc.n <= scenes.CURVES_N[1] * 1.01
+        assert scenes.SMALL_K[0] <= sc.k <= scenes.SMALL_K[1]
+        assert set(np.unique(sc.y[sc.y >= 0]).tolist()) == set(range(sc.k))
+        assert sc.tags & set(scenes.CURVES_FAMILIES)
+        assert np.all(sc.X >= sc.lower) and np.all(sc.X <= sc.upper)
+    assert {sc.d for sc in drawn} == {2, 3}
+    # the other generators' streams are untouched by the new families
+    assert not (scenes.thin_scene(70_000).tags & set(scenes.CURVES_FAMILIES))
+
+
+def test_graded_curves_fall_in_density_along_their_length():
+    rng = np.random.default_rng(1)
+    a, b = scenes.graded(rng, [4_000, 4_000], 1.0, 2, 1.0, 0.2, 0.02, 0.1, 20.0)
+    # the first curve is dense at its low-x end, the second at its high-x end
+    for part, dense_low in ((a, True), (b, False)):
+        x = part[:, 0]
+        low, high = (x < np.quantile(x, 0) + 0.2 * np.ptp(x)).sum(), (x > x.max() - 0.2 * np.ptp(x)).sum()
+        assert (low > 3 * high) if dense_low else (high > 3 * low)
+    # parallel: at the same x the curves lie the gap apart
+    mid_a, mid_b = a[np.abs(a[:, 0]) < 0.02, 1], b[np.abs(b[:, 0]) < 0.02, 1]
+    assert abs(np.median(mid_b) - np.median(mid_a) - 0.1) < 0.01
