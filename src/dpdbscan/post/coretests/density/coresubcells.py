@@ -14,7 +14,7 @@ from ....cells.histogram import NoisyHistogram
 from ....cells.pairs import plan
 from ...pruning import live_cells
 from ...sums import chebyshev_radii, kernel_sums_at, kernel_sums_from, reaching_sums, sparse_neighbour_sums
-from .cover import COMPILED_FROM_D, cover_pays, cover_sums, shell_cover
+from .cover import COMPILED_FROM_D, cover_pays, cover_sums, dense_cover_candidates, shell_cover
 from .densitymargin import Margin, empty_truncation, margin, noise_variance
 from .weightedsums import ExactRows, may_reach, reach_pays, walk_bounds, weighted_sums_at
 from .weights import BallWeights, ball_weights
@@ -256,10 +256,19 @@ def density_field(
             if occupancy_sigmas >= 0
             else share * tmin / float(S.max())
         )
-        cand, own = _occupied_cells(hist, max(cut, 1e-12) * (1 - 1e-9))
-        if hist.kind == "dense" and cand.size:
+        cut = max(cut, 1e-12) * (1 - 1e-9)
+        heavy_cut = tmin / float(S.max()) * (1 - 1e-9)
+        # a large dense 3-D integer release: the steps below in three
+        # compiled passes over the grid, the same cells (cover.py)
+        fused = dense_cover_candidates(
+            hist, weights, cut, heavy_cut, tmin * (1 - 1e-9), lambda: _cover_beats_noise(hist, weights, tmin)
+        )
+        cand, own = fused if fused is not None else _occupied_cells(hist, cut)
+        if fused is not None:
+            pass
+        elif hist.kind == "dense" and cand.size:
             # E~(q) >= T needs a cell in NB(X) holding >= T / max S
-            heavy = np.flatnonzero(hist.values.ravel() >= tmin / float(S.max()) * (1 - 1e-9))
+            heavy = np.flatnonzero(hist.values.ravel() >= heavy_cut)
             if heavy.size * weights.offsets.shape[0] < cand.size:
                 near = _dense_near_mask(grid, heavy, weights.offsets)
                 keep = near[tuple(grid.decode(cand).T)]
