@@ -279,9 +279,15 @@ def test_merge_by_blocks_equals_brute_force(trial, monkeypatch):
     got = _block_labels(g, keys, offsets)
     assert got is not None
     assert np.array_equal(got, expect)
-    if d == 3:  # the compiled union-find of large 3-D tables: the same labels
+    if d == 3:  # the compiled union-find of large 3-D tables (compiler loaded): the same labels
+        from dpdbscan.cells import pairkernels
+
         monkeypatch.setattr(merge_mod, "_COMPILED_BLOCKS", 0)
+        called = []
+        kernel = pairkernels.mask_block_roots
+        monkeypatch.setattr(pairkernels, "mask_block_roots", lambda *a: called.append(1) or kernel(*a))
         assert np.array_equal(_block_labels(g, keys, offsets), expect)
+        assert called
         monkeypatch.undo()
     if R <= g.reach:  # (the runs' key arithmetic needs offsets within the keys' padding)
         assert np.array_equal(SubsetMerge(g, keys, offsets, subsets=False).labels(), expect)
