@@ -153,6 +153,9 @@ COMPILED_TABLE_FACTOR = 16
 #: 1.43M candidates) took 0.16 s of CPU for the bound in numpy and 0.09 s
 #: compiled, where the `dbscan` package's whole fit takes 0.2 s. A process's
 #: first such fit pays numba's import (0.1-0.7 s of CPU measured under load).
+#: The density test takes its occupied cells and their bound there in three
+#: passes over the grid (:func:`dense_cover_candidates`: 0.11 -> 0.04 s on
+#: those 5.3M cells), the same cells.
 #: Smaller grids (the 3-D benchmark's 659k cells) stay in numpy and never
 #: load the compiler.
 COMPILED_DENSE_CELLS = 1 << 21
