@@ -44,6 +44,7 @@ STAGES: tuple[tuple[str, str, str], ...] = (
     ("occupied cells", "dpdbscan.post.coretests.density.coresubcells", "_occupied_cells"),
     ("bound of every cell", "dpdbscan.post.coretests.density.coresubcells", "_reachable"),
     ("box cover", "dpdbscan.post.coretests.density.cover", "cover_sums"),
+    ("fused cover (dense 3-D)", "dpdbscan.post.coretests.density.cover", "dense_cover_candidates"),
     ("self-join", "dpdbscan.post.sums", "reaching_sums"),
     ("table of buckets", "dpdbscan.post.sums", "_index_of"),
     ("weighted sums", "dpdbscan.post.coretests.density.weightedsums", "weighted_sums_at"),
@@ -152,7 +153,7 @@ def table(rows: list[dict]) -> str:
     head = "| case | histogram | released cells | warm fit | first fit | " + " | ".join(labels) + " | load |"
     out = [head, "|" + "---|" * (len(labels) + 6)]
     for r in rows:
-        case = f"{r['d']}-D, {r['scale']:g}x α, {r['n']:,}"
+        case = f"{r['d']}-D, {r['scale']:g}x α, {r['n']:,}, {r.get('shape', 'blobs')}"
         cells = " | ".join(f"{1e3 * r['stages'][k]:.1f}" if r["stages"][k] else "–" for k in labels)
         out.append(
             f"| {case} | {r['histogram']} | {r['released']:,} | {1e3 * r['fit_cpu']:.1f} ms | "
@@ -173,6 +174,7 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--cases", default=",".join(f"{d}:{s:g}:{n}" for d, s, n in CASES), help="d:scale:n,...")
     p.add_argument("--seed", type=int, default=60)
+    p.add_argument("--shape", default="blobs", help="a shape of benchmarks.sweep_dims.SHAPES")
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--out", help="append one JSON line per case")
     p.add_argument("--table", metavar="FILE", help="print the table of a run and exit")
@@ -184,12 +186,12 @@ def main(argv: list[str] | None = None) -> None:
         return
     if a.one:
         (d, scale, n) = _parse(a.one)[0]
-        print(json.dumps(one(d, scale, n, a.seed, a.rounds)), flush=True)
+        print(json.dumps(one(d, scale, n, a.seed, a.rounds, a.shape)), flush=True)
         return
     rows = []
     for d, scale, n in _parse(a.cases):
         cmd = [sys.executable, "-m", "benchmarks.fit_stages", "--one", f"{d}:{scale:g}:{n}"]
-        cmd += ["--seed", str(a.seed), "--rounds", str(a.rounds)]
+        cmd += ["--seed", str(a.seed), "--rounds", str(a.rounds), "--shape", a.shape]
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
         lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
         if done.returncode or not lines:

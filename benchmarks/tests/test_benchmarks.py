@@ -632,7 +632,7 @@ def test_fit_stages_counts_every_stage_it_wraps_and_puts_them_back():
     assert spent["density field"] >= spent["bound of every cell"] >= spent["self-join"] > 0
     assert row["largest_inner"] == "self-join"
     text = fit_stages.table([row])
-    assert text.count("\n") == 3 and "| 5-D, 1x α, 2,000 | sparse |" in text
+    assert text.count("\n") == 3 and "| 5-D, 1x α, 2,000, blobs | sparse |" in text
     assert fit_stages._parse("3:0.5:100000,8:1:10000") == [(3, 0.5, 100_000), (8, 1.0, 10_000)]
 
 

@@ -428,3 +428,90 @@ def test_the_integer_box_sums_are_the_float_products_bit_for_bit(d):
         expect = expect * (1 + 1e-12) + slack
         assert np.array_equal(table.bound(base, own, cover), expect)
     assert int(S.max()) > 1 << 29  # (four corners of it pass 2^31)
+
+
+def _candidates_step_by_step(hist, w, cut, heavy_cut, threshold):
+    """The candidates density_field keeps on a dense release without the
+    fused passes: the occupied cells, then the box cover's staged bound."""
+    from dpdbscan.post.coretests.density.coresubcells import _occupied_cells
+
+    cand, own = _occupied_cells(hist, cut)
+    flat = hist.values.ravel()
+    assert np.count_nonzero(flat >= heavy_cut) * w.offsets.shape[0] >= cand.size  # (no near mask)
+    bound = cover_sums(hist, cand, w, own, threshold)
+    keep = bound >= threshold
+    return cand[keep], own[keep]
+
+
+@pytest.mark.parametrize("k,eta,side", [(1, 4.0, 26), (2, 4.0, 22), (3, 2.0, 18), (2, 4.0, 9)])
+@pytest.mark.parametrize("big", [False, True])
+def test_the_fused_dense_candidates_are_the_cover_steps_bit_for_bit(k, eta, side, big, monkeypatch):
+    """A large dense 3-D integer release takes its occupied cells and their
+    box cover in compiled passes over the grid (:func:`~.cover.dense_cover_candidates`):
+    the same cells and values as ``_occupied_cells`` then ``cover_sums``,
+    at thresholds that keep few, some or most of them, with values whose
+    prefix sums pass 2^29 (``big``: the int32 box sums of a row wrap on
+    the way); and the density field built from them is the same."""
+    from dpdbscan.post.coretests.density import coresubcells
+
+    monkeypatch.setattr(cover_mod, "COMPILED_DENSE_CELLS", 0)
+    rng = np.random.default_rng(3100 + 10 * k + side + big)
+    w = ball_weights(3, eta, k)
+    g = _grid_of(3, eta, side)
+    if big:
+        values = rng.integers(-50, (2**31 - 1) // g.n_cells, g.shape)
+    else:
+        values = np.round(rng.laplace(0, 2.0, g.shape)).astype(np.int64)
+        for _ in range(6):  # clumps
+            at = tuple(int(rng.integers(0, s)) for s in g.shape)
+            values[at] += int(rng.integers(20, 300))
+    hist = _dense(g, values)
+    assert cover_mod.dense_compiled(g)
+    flat = values.ravel()
+
+    def keys_at(idx):
+        return g.encode(np.stack(np.unravel_index(idx, g.shape), axis=1))
+
+    top = weighted_sums_at(hist, w, keys_at(np.arange(flat.size))).max(axis=1)
+    cut = 0.5 if not big else float(np.quantile(flat, 0.3))
+    kept = []
+    for t in (float(np.quantile(top, 0.5)), float(np.quantile(top, 0.9)), float(np.quantile(top, 0.999))):
+        fused = cover_mod.dense_cover_candidates(hist, w, cut, 0.0, t, lambda: True)
+        assert fused is not None
+        cand, own = _candidates_step_by_step(hist, w, cut, 0.0, t)
+        assert np.array_equal(fused[0], cand) and np.array_equal(fused[1], own)
+        assert fused[1].dtype == own.dtype
+        # every cell whose sums reach t at a sub-position is kept
+        reach = (top >= t) & (flat >= cut)
+        assert set(keys_at(np.flatnonzero(reach)).tolist()) <= set(cand.tolist())
+        kept.append(cand.size)
+    assert kept[0] > kept[-1] > 0 or big
+    # where the heavy cells' neighbourhoods are fewer cells, the near mask's path
+    assert cover_mod.dense_cover_candidates(hist, w, cut, float(flat.max()) + 1, 1.0, lambda: True) is None
+    # and the field: the same cores, the same estimates
+    fields = []
+    for on in (True, False):
+        if not on:
+            monkeypatch.setattr(coresubcells, "dense_cover_candidates", lambda *a, **kw: None)
+        f = density_field(hist, 5.0, subcells=k)
+        fields.append((f.keys, f.estimates))
+    assert np.array_equal(fields[0][0], fields[1][0]) and np.array_equal(fields[0][1], fields[1][1])
+
+
+def test_the_fused_prefix_table_is_numpys():
+    """:func:`~.compiled.prefix_table3` writes the summed-area table of
+    ``_numpy_cover``: the positive parts at pad, cumulative sums on every
+    axis, entries past 2^30."""
+    from dpdbscan.post.coretests.density.compiled import prefix_table3
+
+    rng = np.random.default_rng(3200)
+    for shape, pad in (((5, 7, 9), 3), ((11, 4, 6), 2), ((1, 1, 1), 1)):
+        n = math.prod(shape)
+        values = rng.integers(-(2**20), (2**31 - 1) // n, shape)
+        S = np.zeros(tuple(s + 2 * pad - 1 for s in shape), dtype=np.int32)
+        prefix_table3(values.ravel(), np.asarray(shape, dtype=np.int64), pad, S)
+        ref = np.zeros_like(S)
+        ref[tuple(slice(pad, pad + s) for s in shape)] = np.maximum(values, 0)
+        cover_mod._prefix_sums(ref)
+        assert np.array_equal(S, ref)
+        assert shape == (1, 1, 1) or int(S.max()) > 2**29

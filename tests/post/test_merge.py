@@ -250,12 +250,13 @@ def test_merge_of_sub_cells_equals_brute_force(case, dense):
 
 
 @pytest.mark.parametrize("trial", range(12))
-def test_merge_by_blocks_equals_brute_force(trial):
+def test_merge_by_blocks_equals_brute_force(trial, monkeypatch):
     """Where a cube of b^d cells is all joined (b >= 2: 3-D sub-cells, and
     2-D at some radii), blocks of cells with masks and a reach table per
     block offset (:func:`_block_labels`) give the components of every pair
     of keys tested against the offset set: clustered and scattered keys,
     grids whose sides are not multiples of b, radii around the lattice's."""
+    from dpdbscan.post import merge as merge_mod
     from dpdbscan.post.merge import SubsetMerge, _block_labels, _block_tables, centre_offsets
 
     rng = np.random.default_rng(4100 + trial)
@@ -278,6 +279,16 @@ def test_merge_by_blocks_equals_brute_force(trial):
     got = _block_labels(g, keys, offsets)
     assert got is not None
     assert np.array_equal(got, expect)
+    if d == 3:  # the compiled union-find of large 3-D tables (compiler loaded): the same labels
+        from dpdbscan.cells import pairkernels
+
+        monkeypatch.setattr(merge_mod, "_COMPILED_BLOCKS", 0)
+        called = []
+        kernel = pairkernels.mask_block_roots
+        monkeypatch.setattr(pairkernels, "mask_block_roots", lambda *a: called.append(1) or kernel(*a))
+        assert np.array_equal(_block_labels(g, keys, offsets), expect)
+        assert called
+        monkeypatch.undo()
     if R <= g.reach:  # (the runs' key arithmetic needs offsets within the keys' padding)
         assert np.array_equal(SubsetMerge(g, keys, offsets, subsets=False).labels(), expect)
     assert np.unique(expect).size > 1

@@ -977,3 +977,30 @@ def _members_joined(mstart, coords, lin, R, zero, use_table, table, codes, weigh
             if w > 0:
                 return True
     return False
+
+
+@kernel
+def mask_block_roots(
+    where: np.ndarray, index: np.ndarray, steps: np.ndarray, reach: np.ndarray, masks: np.ndarray
+) -> np.ndarray:
+    """The components of the blocks of :func:`dpdbscan.post.merge._block_labels`:
+    block i (at ``where[i]`` in the dense table ``index``, which holds each
+    block's number or -1) and the block at ``where[i] + steps[t]`` are
+    joined when ``reach[t, masks[i]] & masks[j] != 0``. Returns each
+    block's root, the smallest block of its component (a union-find over
+    the joins as they are found; a pair already joined is not tested)."""
+    n = where.size
+    parent = np.arange(n, dtype=np.int64)
+    for i in range(n):
+        wi = where[i]
+        mi = masks[i]
+        for t in range(steps.size):
+            j = index[wi + steps[t]]
+            if j < 0:
+                continue
+            a = find_root(parent, i)
+            b = find_root(parent, j)
+            if a != b and (reach[t, mi] & masks[j]) != 0:
+                link_roots(parent, a, b)
+    flatten_roots(parent)
+    return parent

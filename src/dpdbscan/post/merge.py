@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 
 import numpy as np
 
@@ -29,6 +30,7 @@ from ..cells.pairs import (
     MAX_PAIRS,
     CellIndex,
     OffsetWeights,
+    _kernels,
     codes_fit,
     offset_codes,
     pairs_cheaper,
@@ -364,6 +366,15 @@ def _block_side(joined: OffsetWeights, R: int, d: int) -> int:
 _BLOCK_BITS = 12
 #: Entries of the dense table of blocks (int32) up to which :func:`_block_labels` runs
 _BLOCK_TABLE = 1 << 23
+#: Entries of a 3-D table of blocks from which :func:`_block_labels` joins
+#: them in one compiled pass (:func:`~dpdbscan.cells.pairkernels.mask_block_roots`):
+#: the sub-cells of a dense release of at least
+#: :data:`~.coretests.density.cover.COMPILED_DENSE_CELLS` cells, whose
+#: density test loads the compiler anyway (3-D at 0.5x the benchmark's
+#: alpha: 5.5M entries, 76k core sub-cells, 13 -> 7 ms of CPU), where the
+#: compiler is loaded; elsewhere (the 3-D benchmark's grid) numpy, which
+#: never loads it
+_COMPILED_BLOCKS = 1 << 21
 
 
 def _block_labels(grid: Grid, keys: np.ndarray, offsets: np.ndarray) -> np.ndarray | None:
@@ -411,6 +422,13 @@ def _block_labels(grid: Grid, keys: np.ndarray, offsets: np.ndarray) -> np.ndarr
     # distinct cells of a block have distinct bits: their sum is their union
     masks = np.bincount(block, weights=np.left_shift(1, pos).astype(np.float64), minlength=where.size)
     masks = masks.astype(np.int64)
+    if grid.d == 3 and cells >= _COMPILED_BLOCKS and "numba" in sys.modules:
+        # a large 3-D table where the compiled kernels are loaded already (a
+        # dense release's fine grid, whose density test loads them; never
+        # loaded for this alone): one union-find pass over the blocks and
+        # block offsets, the same components
+        label = _kernels().mask_block_roots(where.astype(np.int64), index, deltas @ strides, reach, masks)
+        return canonical_labels(label[block])
     # the adjacent blocks first; the farther ones then only between the
     # components those left apart (inside a cluster, almost none)
     label = None

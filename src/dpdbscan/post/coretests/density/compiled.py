@@ -688,6 +688,169 @@ def table_bounds(
 
 
 @kernel
+def dense_scan(vals: np.ndarray, cut: float, heavy_cut: float) -> tuple[int, int, int]:
+    """One pass over a dense integer release (``vals`` row-major): the
+    number of cells holding at least ``cut`` (the occupied candidates of
+    :func:`.coresubcells.density_field`), at least ``heavy_cut``, and the
+    sum of the positive values (an exact integer). The comparisons are
+    numpy's: the integer as a float64 against the float cut."""
+    count = 0
+    heavy = 0
+    total = 0
+    for i in range(vals.size):
+        v = vals[i]
+        f = np.float64(v)
+        if f >= cut:
+            count += 1
+        if f >= heavy_cut:
+            heavy += 1
+        if v > 0:
+            total += v
+    return count, heavy, total
+
+
+@kernel
+def prefix_table3(vals: np.ndarray, shape: np.ndarray, pad: int, S: np.ndarray) -> None:
+    """The summed-area table of :func:`.cover._numpy_cover` in 3-D, into the
+    zeros ``S`` (int32, each axis ``shape + 2 pad - 1`` long, cell x at
+    index x + pad): the positive parts of the row-major integer ``vals``
+    (their sum below 2^31, so every entry is exact), row by row,
+    S[i, j] = S[i - 1, j] + S[i, j - 1] - S[i - 1, j - 1] plus the row's
+    running sums. The same integers as the cumulative sums along each axis
+    in turn."""
+    n0, n1, n2 = shape[0], shape[1], shape[2]
+    P0, P1, P2 = S.shape[0], S.shape[1], S.shape[2]
+    row = np.zeros(P2, np.int32)
+    for i in range(1, P0):
+        x = i - pad
+        for j in range(1, P1):
+            y = j - pad
+            if 0 <= x < n0 and 0 <= y < n1:
+                o = (x * n1 + y) * n2
+                acc = np.int32(0)
+                for z in range(n2):
+                    v = vals[o + z]
+                    if v > 0:
+                        acc += np.int32(v)
+                    row[z + pad] = acc
+                for k in range(pad + n2, P2):
+                    row[k] = acc
+                a, b, c, t = S[i - 1, j], S[i, j - 1], S[i - 1, j - 1], S[i, j]
+                for k in range(P2):
+                    t[k] = a[k] + b[k] - c[k] + row[k]
+            else:
+                a, b, c, t = S[i - 1, j], S[i, j - 1], S[i - 1, j - 1], S[i, j]
+                for k in range(P2):
+                    t[k] = a[k] + b[k] - c[k]
+
+
+@kernel
+def dense_table_bounds(
+    vals: np.ndarray,
+    shape: np.ndarray,
+    cut: float,
+    flat: np.ndarray,
+    strides: np.ndarray,
+    pad: int,
+    c0: np.ndarray,
+    first: np.ndarray,
+    coef: np.ndarray,
+    box_of: np.ndarray,
+    deltas: np.ndarray,
+    signs: np.ndarray,
+    slack: np.ndarray,
+    thr: float,
+    out: np.ndarray,
+) -> int:
+    """:func:`table_bounds` at every cell of a dense 3-D integer release
+    (row-major ``vals`` of ``shape``) that holds at least ``cut``, in
+    row-major order, the cell's own value as ``own`` (its positive part as
+    a float): the row-major index of each cell whose every stage reaches
+    ``thr`` goes to ``out``, and their number is returned.
+
+    Term j of the stages is the box ``box_of[j]`` (its corners in row
+    ``box_of[j]`` of ``deltas``: boxes that recur in later stages, the
+    cubes, are listed once). The same float terms in the same order as
+    :func:`table_bounds` (the cells of :func:`.coresubcells._occupied_cells`,
+    then the bound's test), from the same exact integer box sums: those of
+    the first stage for a whole row of cells at once (contiguous reads of
+    the table that LLVM vectorizes), the others cell by cell where the
+    stage before reaches ``thr``, each box summed once per cell."""
+    stages = c0.size
+    corners = signs.size
+    n0, n1, n2 = shape[0], shape[1], shape[2]
+    f0 = first[1]
+    n_box = deltas.shape[0]
+    # a row's box sums of the first stage: int32, wrapping on the way as
+    # the table's int32 entries do (every box's sum is below 2^31, so it
+    # ends exact), twice the lanes of int64
+    rows = np.empty((f0, n2), np.int32)
+    acc = np.empty(n2, np.float64)
+    ok = np.empty(n2, np.bool_)
+    held = np.zeros(n_box, np.int64)
+    when = np.full(n_box, -1, np.int64)
+    got = 0
+    p = 0
+    for x in range(n0):
+        for y in range(n1):
+            base = (x + pad) * strides[0] + (y + pad) * strides[1] + pad
+            row = vals[p : p + n2]
+            for z in range(n2):
+                acc[z] = c0[0] * max(np.float64(row[z]), 0.0)
+            for j in range(f0):
+                bx = rows[j]
+                for z in range(n2):
+                    bx[z] = 0
+                for c in range(corners):
+                    at = base + deltas[box_of[j], c]
+                    src = flat[at : at + n2]
+                    if signs[c] > 0:
+                        for z in range(n2):
+                            bx[z] += src[z]
+                    else:
+                        for z in range(n2):
+                            bx[z] -= src[z]
+                cj = coef[j]
+                for z in range(n2):
+                    acc[z] = acc[z] + cj * np.float64(bx[z])
+            # the first stage's test for the whole row, then a loop that
+            # skips most cells (the test inside it took twice the time)
+            for z in range(n2):
+                ok[z] = (np.float64(row[z]) >= cut) & (acc[z] * (1 + 1e-12) + slack[0] >= thr)
+            for z in range(n2):
+                if not ok[z]:
+                    continue
+                v0 = row[z]
+                cell = p + z
+                for j in range(f0):
+                    held[box_of[j]] = np.int64(rows[j, z])
+                    when[box_of[j]] = cell
+                own = max(np.float64(v0), 0.0)
+                b = base + z
+                keep = True
+                for s in range(1, stages):
+                    v = c0[s] * own
+                    for j in range(first[s], first[s + 1]):
+                        u = box_of[j]
+                        if when[u] != cell:
+                            total = np.int64(0)
+                            for c in range(corners):
+                                total += signs[c] * np.int64(flat[b + deltas[u, c]])
+                            held[u] = total
+                            when[u] = cell
+                        v = v + coef[j] * np.float64(held[u])
+                    v = v * (1 + 1e-12) + slack[s]
+                    if v < thr:
+                        keep = False
+                        break
+                if keep:
+                    out[got] = cell
+                    got += 1
+            p += n2
+    return got
+
+
+@kernel
 def gather_rows(flat: np.ndarray, base: np.ndarray, deltas: np.ndarray, G: np.ndarray) -> None:
     """``G[i, j] = flat[base[i] + deltas[j]]``: the dense release's values
     around each candidate, the matrix the weights multiply."""
@@ -706,8 +869,34 @@ def gather_unpadded(
     matrix :func:`gather_rows` reads from the zero-padded copy, without
     the copy."""
     d = shape.size
+    m = offsets.shape[0]
+    # a cell whose ball stays inside the grid reads vals[at + delta[j]]
+    # (row-major deltas of the offsets), without the test per offset
+    strides = np.empty(d, np.int64)
+    acc = 1
+    for a in range(d - 1, -1, -1):
+        strides[a] = acc
+        acc *= shape[a]
+    delta = np.zeros(m, np.int64)
+    lo = np.zeros(d, np.int64)
+    hi = shape - 1
+    for j in range(m):
+        for a in range(d):
+            delta[j] += offsets[j, a] * strides[a]
+            lo[a] = max(lo[a], -offsets[j, a])
+            hi[a] = min(hi[a], shape[a] - 1 - offsets[j, a])
     for i in range(coords.shape[0]):
-        for j in range(offsets.shape[0]):
+        at = 0
+        inner = True
+        for a in range(d):
+            c = coords[i, a]
+            inner &= lo[a] <= c <= hi[a]
+            at += c * strides[a]
+        if inner:
+            for j in range(m):
+                G[i, j] = vals[at + delta[j]]
+            continue
+        for j in range(m):
             at = 0
             inside = True
             for a in range(d):
@@ -860,6 +1049,9 @@ def as_table_values(values: np.ndarray, exact: bool) -> np.ndarray:
 
 
 __all__ = [
+    "dense_scan",
+    "prefix_table3",
+    "dense_table_bounds",
     "streamed_cover",
     "as_table_values",
     "row_index",

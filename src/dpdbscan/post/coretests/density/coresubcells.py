@@ -14,7 +14,7 @@ from ....cells.histogram import NoisyHistogram
 from ....cells.pairs import plan
 from ...pruning import live_cells
 from ...sums import chebyshev_radii, kernel_sums_at, kernel_sums_from, reaching_sums, sparse_neighbour_sums
-from .cover import COMPILED_FROM_D, cover_pays, cover_sums, shell_cover
+from .cover import COMPILED_FROM_D, cover_pays, cover_sums, dense_cover_candidates, shell_cover
 from .densitymargin import Margin, empty_truncation, margin, noise_variance
 from .weightedsums import ExactRows, may_reach, reach_pays, walk_bounds, weighted_sums_at
 from .weights import BallWeights, ball_weights
@@ -258,35 +258,49 @@ def density_field(
         )
         occupied_cut = max(cut, 1e-12) * (1 - 1e-9)
         heavy_cut = tmin / float(S.max()) * (1 - 1e-9)
-        if hist.kind == "dense":
-            # row-major indices first, keys only of the cells kept
-            cand_flat, own = _occupied_flat(hist.values, occupied_cut)
-            if cand_flat.size:
-                # E~(q) >= T needs a cell in NB(X) holding >= T / max S: among
-                # the occupied cells when that cut is the higher (the same
-                # cells as a scan of every value, without one)
-                if heavy_cut >= occupied_cut:
-                    heavy = cand_flat[at_least(own, heavy_cut)]
-                else:
-                    heavy = np.flatnonzero(at_least(hist.values.ravel(), heavy_cut))
-                if heavy.size * weights.offsets.shape[0] < cand_flat.size:
-                    near = np.ascontiguousarray(_dense_near_mask(grid, heavy, weights.offsets))
-                    keep = near.reshape(-1)[cand_flat]
-                    cand_flat, own = cand_flat[keep], own[keep]
-            cand = _keys_of_flat(grid, cand_flat)
+        # a large dense 3-D integer release: the steps below in three
+        # compiled passes over the grid, the same cells (cover.py)
+        fused = dense_cover_candidates(
+            hist,
+            weights,
+            occupied_cut,
+            heavy_cut,
+            tmin * (1 - 1e-9),
+            lambda: _cover_beats_noise(hist, weights, tmin),
+        )
+        if fused is not None:
+            cand, own = fused
         else:
-            cand, own = _occupied_cells(hist, occupied_cut)
-        if hist.kind == "dense" and cand.size:
-            if cover_pays(grid.shape, weights.offsets, cand.size) and _cover_beats_noise(hist, weights, tmin):
-                # cells whose noise clears the cut: the box cover of the
-                # positive parts rules most of them out (cover.py)
-                bound = cover_sums(hist, cand, weights, own, tmin * (1 - 1e-9))
-                if bound is not None:
-                    keep = bound >= tmin * (1 - 1e-9)
-                    cand, own = cand[keep], own[keep]
-        elif cand.size and hist.values.min() >= 0:
-            keep = _reachable(hist, cand, tmin * (1 - 1e-9), weights, own)
-            cand, own = cand[keep], own[keep]
+            if hist.kind == "dense":
+                # row-major indices first, keys only of the cells kept
+                cand_flat, own = _occupied_flat(hist.values, occupied_cut)
+                if cand_flat.size:
+                    # E~(q) >= T needs a cell in NB(X) holding >= T / max S: among
+                    # the occupied cells when that cut is the higher (the same
+                    # cells as a scan of every value, without one)
+                    if heavy_cut >= occupied_cut:
+                        heavy = cand_flat[at_least(own, heavy_cut)]
+                    else:
+                        heavy = np.flatnonzero(at_least(hist.values.ravel(), heavy_cut))
+                    if heavy.size * weights.offsets.shape[0] < cand_flat.size:
+                        near = np.ascontiguousarray(_dense_near_mask(grid, heavy, weights.offsets))
+                        keep = near.reshape(-1)[cand_flat]
+                        cand_flat, own = cand_flat[keep], own[keep]
+                cand = _keys_of_flat(grid, cand_flat)
+            else:
+                cand, own = _occupied_cells(hist, occupied_cut)
+            if hist.kind == "dense" and cand.size:
+                pays = cover_pays(grid.shape, weights.offsets, cand.size)
+                if pays and _cover_beats_noise(hist, weights, tmin):
+                    # cells whose noise clears the cut: the box cover of the
+                    # positive parts rules most of them out (cover.py)
+                    bound = cover_sums(hist, cand, weights, own, tmin * (1 - 1e-9))
+                    if bound is not None:
+                        keep = bound >= tmin * (1 - 1e-9)
+                        cand, own = cand[keep], own[keep]
+            elif cand.size and hist.values.min() >= 0:
+                keep = _reachable(hist, cand, tmin * (1 - 1e-9), weights, own)
+                cand, own = cand[keep], own[keep]
     else:
         cand = _candidates(hist, weights, tmin)
         own = None
