@@ -107,12 +107,7 @@ def row_of(seed: int, variant: str) -> dict:
     """One fit of ``variant`` (``NAME@r``: its draw r) on ``seed``'s scene."""
     sc = scenes.curves_scene(seed)
     base = {
-        "seed": seed,
-        "variant": variant,
-        "d": sc.d,
-        "n": sc.n,
-        "k": sc.k,
-        "tags": " ".join(sorted(sc.tags)),
+        **sc.row_head(seed, variant),
     }
     t = time.process_time()
     if variant == "hdbscan":

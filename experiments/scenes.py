@@ -211,6 +211,18 @@ class Scene:
     def frame_diagonal(self) -> float:
         return float(np.linalg.norm(self.frame[1] - self.frame[0]))
 
+    def row_head(self, seed: int, variant: str) -> dict:
+        """The first columns of a study's row for a fit of ``variant`` on this
+        scene (drawn from ``seed``): seed, variant, d, n, k and tags."""
+        return {
+            "seed": seed,
+            "variant": variant,
+            "d": self.d,
+            "n": self.n,
+            "k": self.k,
+            "tags": " ".join(sorted(self.tags)),
+        }
+
     def describe(self) -> str:
         """One line: size, clusters, parts, noise, bridges, box."""
         parts = ", ".join(self.components)

@@ -94,12 +94,7 @@ def row_of(seed: int, variant: str) -> dict:
         cpu = time.process_time() - t
     second = (model.auto or {}).get("second") or {}
     return {
-        "seed": seed,
-        "variant": variant,
-        "d": sc.d,
-        "n": sc.n,
-        "k": sc.k,
-        "tags": " ".join(sorted(sc.tags)),
+        **sc.row_head(seed, variant),
         "ari": scene_bench.ari(sc.y, labels),
         "spans": int(model.n_spans),
         "second": bool(second),

@@ -107,12 +107,7 @@ def row_of(seed: int, variant: str) -> dict:
     auto = model.auto or {}
     second = auto.get("second") or {}
     return {
-        "seed": seed,
-        "variant": variant,
-        "d": sc.d,
-        "n": sc.n,
-        "k": sc.k,
-        "tags": " ".join(sorted(sc.tags)),
+        **sc.row_head(seed, variant),
         "ari": scene_bench.ari(sc.y, labels),
         "spans": int(model.n_spans),
         "base": float(auto.get("eps_candidates", [float("nan")])[0]),

@@ -136,12 +136,7 @@ def row_of(seed: int, variant: str) -> dict:
         cpu = time.process_time() - t
     auto = model.auto or {}
     return {
-        "seed": seed,
-        "variant": variant,
-        "d": sc.d,
-        "n": sc.n,
-        "k": sc.k,
-        "tags": " ".join(sorted(sc.tags)),
+        **sc.row_head(seed, variant),
         "ari": scene_bench.ari(sc.y, labels),
         "spans": int(model.n_spans),
         "eps": float(auto.get("eps", float("nan"))),
