@@ -301,6 +301,9 @@ def test_unit_needs_its_bound(capsys, tmp_path, data):
     path = csv_file(tmp_path, X, names)
     rc, _, err, _ = fit(capsys, tmp_path, path, "--unit", "person")
     assert rc == 2 and "--max-cells-per-unit is required" in err
+    # without --delta too: both in the one message
+    rc, _, err, _ = fit(capsys, tmp_path, path, "--unit", "person", "--delta", "0")
+    assert rc == 2 and "--max-cells-per-unit is required" in err and "needs --delta > 0" in err
 
 
 @pytest.mark.parametrize("kind", ["csv", "parquet"])

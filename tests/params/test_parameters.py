@@ -125,6 +125,9 @@ def test_person_level_rules():
         check_units(validate({"delta": 1e-6}), units=True)
     with pytest.raises(ValueError, match="Gaussian .* needs delta > 0"):
         check_units(validate({"max_cells_per_unit": 5}), units=True)
+    # both missing: one message names both, so that one try fixes them
+    with pytest.raises(ValueError, match="max_cells_per_unit is required.*; and .*needs delta > 0"):
+        check_units(validate({}), units=True)
     # Gaussian noise (auto, with units) uses delta with any histogram
     for histogram in ("dense", "sparse", "stability"):
         check_units(validate({"max_cells_per_unit": 5, "delta": 1e-6, "histogram": histogram}), units=True)

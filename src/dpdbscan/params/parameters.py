@@ -382,19 +382,23 @@ def check_units(p: dict[str, Any], units: bool, *, cli: bool = False) -> None:
             f"({where}): with each row its own unit, one row can split or merge a stop, so no "
             "row-level guarantee covers them. Pass the unit (a cab, a person) and its bounds"
         )
+    missing = []
     if units and k is None:
-        raise ValueError(
-            f"with privacy units, {opt('max_cells_per_unit')} is required: the number of cells each "
+        missing.append(
+            f"{opt('max_cells_per_unit')} is required: the number of cells each "
             f"unit may add to (a number, or 'auto' to choose it privately). It bounds what one "
             f"person can change; {opt('max_points_per_cell')} (default 1) bounds each of those counts"
         )
     if units and p["noise"] == "auto" and not p["delta"]:
-        raise ValueError(
-            f"with privacy units the noise is Gaussian ({opt('noise')} auto), which needs "
+        missing.append(
+            f"the noise is Gaussian ({opt('noise')} auto), which needs "
             f"{opt('delta')} > 0: say 1e-6, far below one over the number of people. (Laplace "
             f"noise, pure epsilon-DP, grows with {opt('max_cells_per_unit')} and rarely finds a "
             f"cluster at person level; choose it with {opt('noise')} discrete if you must.)"
         )
+    if missing:
+        # every missing requirement at once, so that a newcomer fixes them in one go
+        raise ValueError("with privacy units, " + "; and ".join(missing))
     if units and k == "auto" and p["noise"] in ("discrete", "laplace"):
         raise ValueError(
             f"{opt('max_cells_per_unit')} auto chooses k for Gaussian noise, whose noise grows as "
