@@ -75,6 +75,21 @@ def test_the_estimator_releases_the_events(events):
         assert est.spans_.n_spans >= 1 and est.predict([[0.3, 0.3]])[0] >= 0  # the common stop
 
 
+def test_a_unit_whose_arrow_date_is_not_whole_seconds_never_stops_the_release():
+    # date64 counts milliseconds, unchecked: the times' cast to seconds refused
+    # the whole column over one unit's such value (ArrowInvalid), so adding
+    # that unit decided whether anything was released (docs/privacy.md
+    # section 8, round 12)
+    X, units, times, _ = traces(n_units=60)
+    ms = (times // 86400 * 86400 + 86400 * (times % 7)) * 1000  # whole days: each unit stays a day at a time
+    odd = np.append(ms, ms[0] + 1)  # one more unit, one time 1 ms past midnight
+    X2, units2 = np.vstack([X, [[0.5, 0.5]]]), np.append(units, "q")
+    for x, u, t in ((X, units, ms), (X2, units2, odd)):
+        est = DPDBSCAN(**PARAMS, events=Stops(0.01, "1h"), random_state=3)
+        est.fit(x, units=u, times=pa.array(t, type=pa.date64()))
+        assert est.spans_.metadata["events"]["kind"] == "stops"
+
+
 def test_fit_lonlat_takes_lengths_on_the_ground():
     X, units, times, _ = traces()
     lonlat = np.c_[-122.5 + X[:, 0] * 0.2, 37.6 + X[:, 1] * 0.2]  # about 17 x 22 km

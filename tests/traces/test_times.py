@@ -79,6 +79,27 @@ def test_an_integer_beyond_float_precision_is_one_value_not_a_failure():
     assert got[0] == T0 and got[1] == float(2**60) and np.isnan(got[2])
 
 
+def test_a_date64_of_a_part_of_a_day_is_one_value_not_a_failure():
+    # date64 counts milliseconds and Arrow does not check that they are whole
+    # days: a cast of the column to seconds refused it over one such value,
+    # so one row decided whether any time was read
+    day = int(T0) // 86400 * 86400
+    got = parse_times(pa.array([day * 1000, day * 1000 + 1, None], type=pa.date64()))
+    assert got[0] == day and got[1] == day + 0.001 and np.isnan(got[2])
+    got = parse_times(pa.array([day // 86400, 2**31 - 1, None], type=pa.date32()))
+    assert got[0] == day and got[1] == (2**31 - 1) * 86400.0 and np.isnan(got[2])
+
+
+@pytest.mark.parametrize("unit", ["D", "h", "m", "s", "ms", "us", "W", "M", "Y", "10s"])
+def test_numpy_times_beyond_the_nanosecond_range_keep_their_instants(unit):
+    # a cast to datetime64[ns] wrapped dates before 1678 or after 2261 round
+    # to other times, silently
+    dates = np.array(["1500-01-01", "2008-05-17", "9999-01-01", "NaT"], dtype="datetime64[D]")
+    got = parse_times(dates.astype(f"datetime64[{unit}]"))
+    want = dates.astype(f"datetime64[{unit}]").astype("datetime64[D]") - np.datetime64("1970-01-01", "D")
+    assert np.array_equal(got[:3], want[:3].astype(np.int64) * 86400.0) and np.isnan(got[3])
+
+
 def test_pandas_time_zones():
     pd = pytest.importorskip("pandas")
     s = pd.Series(pd.to_datetime(["2008-05-17 12:00"]).tz_localize("Europe/Berlin"))

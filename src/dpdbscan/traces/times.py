@@ -138,10 +138,7 @@ def parse_times(values: Any, unit: str = "s", time_format: str | None = None) ->
     if arr.ndim != 1:
         raise ValueError(f"times must be one-dimensional, one time per row; got shape {arr.shape}")
     if arr.dtype.kind == "M":
-        ns = arr.astype("datetime64[ns]")
-        out = ns.astype(np.int64).astype(np.float64) / 1e9
-        out[np.isnat(ns)] = np.nan
-        return out
+        return _datetime64_seconds(arr)
     if arr.dtype.kind in "iub":
         return arr.astype(np.float64)
     if arr.dtype.kind == "f":
@@ -165,6 +162,31 @@ def parse_times(values: Any, unit: str = "s", time_format: str | None = None) ->
             # a value that is no UTF-8 (bytes, a lone surrogate): each alone
             return parse_times(arr.astype(object))
     raise TypeError(f"times must be numbers, timestamps or text (one per row), got dtype {arr.dtype}")
+
+
+#: Seconds in one step of each linear numpy datetime64 unit of a second or
+#: more, and steps in a second of the finer ones (divided by, as the
+#: typed Arrow timestamps are: the same floats).
+_DATETIME64_SECONDS = {"W": 604800.0, "D": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
+_DATETIME64_PER_SECOND = {"ms": 1e3, "us": 1e6, "ns": 1e9, "ps": 1e12, "fs": 1e15, "as": 1e18}
+
+
+def _datetime64_seconds(arr: np.ndarray) -> np.ndarray:
+    """A numpy datetime64 array as float seconds, NaN where NaT, each value
+    by its own unit's step: a cast to nanoseconds wrapped values beyond
+    the years 1678-2261 round to other times, silently. Years and months
+    (not a fixed number of seconds) go through days first."""
+    unit, count = np.datetime_data(arr.dtype)
+    if unit not in _DATETIME64_SECONDS and unit not in _DATETIME64_PER_SECOND:  # "Y", "M", generic
+        arr = arr.astype("datetime64[D]")
+        unit, count = "D", 1
+    steps = arr.view(np.int64).astype(np.float64)
+    if unit in _DATETIME64_SECONDS:
+        out = steps * (_DATETIME64_SECONDS[unit] * count)
+    else:
+        out = (steps * count if count != 1 else steps) / _DATETIME64_PER_SECOND[unit]
+    out[np.isnat(arr)] = np.nan
+    return out
 
 
 def _masked_numbers(values: Any) -> np.ndarray | None:
@@ -332,12 +354,15 @@ def _parse_arrow(values: Any) -> np.ndarray:
         out[ok] = inner[idx[ok]]
         return out
     if pa.types.is_timestamp(t) or pa.types.is_date(t):
-        if pa.types.is_date(t):
-            values = values.cast(pa.timestamp("s"))
-            t = values.type
-        per_second = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}[t.unit]
-        ints = pc.fill_null(values.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
-        out = ints.astype(np.float64) / per_second
+        # each value's own integer, scaled: a cast of date64 to a timestamp
+        # refused the whole column when one value was not whole seconds
+        if pa.types.is_date32(t):
+            ints = pc.fill_null(values.cast(pa.int32()), 0).to_numpy(zero_copy_only=False)
+            out = ints.astype(np.float64) * 86400.0
+        else:
+            per_second = 1e3 if pa.types.is_date64(t) else {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}[t.unit]
+            ints = pc.fill_null(values.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
+            out = ints.astype(np.float64) / per_second
         out[values.is_null().to_numpy(zero_copy_only=False)] = np.nan
         return out
     if pa.types.is_integer(t):
