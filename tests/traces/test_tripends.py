@@ -171,3 +171,12 @@ def test_trip_ends_of_a_grouped_file_allocate_little_beyond_the_order():
     bad = status.copy()
     bad[want[0]] = np.nan
     assert want[0] not in trip_end_rows(X, c, t, bad, "pickup")
+
+
+@pytest.mark.parametrize("codes", [None, ("free", "hired")])
+def test_a_status_column_of_a_type_no_rule_reads_is_refused_as_a_status(codes):
+    # the message named times, from the time rule the status reuses
+    pa = pytest.importorskip("pyarrow")
+    for values in (pa.array([1, 0], type=pa.duration("s")), np.array([1, 0], dtype="timedelta64[s]")):
+        with pytest.raises(TypeError, match="^a status column holds numbers, booleans or text"):
+            parse_status(values, codes)

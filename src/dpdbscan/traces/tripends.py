@@ -54,13 +54,26 @@ def _full_status(values: Any) -> np.ndarray:
     """:func:`parse_status`'s default rule for every value."""
     # numbers, booleans and numeric text by the time column's number rule;
     # an ISO date is a large number of seconds, hence no status
-    s = parse_times(values)
+    s = _numbers(values)
     s[(s != 0.0) & (s != 1.0)] = np.nan
     words = _texts(values, lower=True)
     if words is not None:
         for word, value in (("false", 0.0), ("true", 1.0)):
             s[np.flatnonzero(words == word)] = value
     return s
+
+
+def _numbers(values: Any) -> np.ndarray:
+    """The status values by the time column's number rule; a column of a
+    type no rule reads is refused as a status column (public: its type,
+    never a value)."""
+    try:
+        return parse_times(values)
+    except TypeError:
+        t = getattr(values, "type", None)
+        dtype = getattr(values, "dtype", type(values).__name__)
+        kind = f"Arrow type {t}" if t is not None else f"dtype {dtype}"
+        raise TypeError(f"a status column holds numbers, booleans or text (one per row), got {kind}") from None
 
 
 def _plain_digits(values: Any) -> tuple[np.ndarray, np.ndarray] | None:
@@ -109,7 +122,7 @@ def _coded_status(values: Any, codes: tuple[str, str]) -> np.ndarray:
     arr = _arrow(values)
     if pa.types.is_boolean(arr.type):
         return _coded_status(arr.cast(pa.string()), (free, carrying))
-    numbers = parse_times(arr)  # numbers as they are, NaN where missing
+    numbers = _numbers(arr)  # numbers as they are, NaN where missing
     out = np.full(numbers.shape[0], np.nan)
     _number_codes(out, numbers, (free, carrying))
     return out
