@@ -73,7 +73,8 @@ def _numbers(values: Any) -> np.ndarray:
         t = getattr(values, "type", None)
         dtype = getattr(values, "dtype", type(values).__name__)
         kind = f"Arrow type {t}" if t is not None else f"dtype {dtype}"
-        raise TypeError(f"a status column holds numbers, booleans or text (one per row), got {kind}") from None
+        msg = f"a status column holds numbers, booleans or text (one per row), got {kind}"
+        raise TypeError(msg) from None
 
 
 def _plain_digits(values: Any) -> tuple[np.ndarray, np.ndarray] | None:
