@@ -51,6 +51,10 @@ INSIDE = {
     # FINER_3D_FROM, dpdbscan.plan.autoplan's SMALL_SECOND_FROM) to smaller
     # counts for a study of that lever (results/scenes/curves.md)
     "experiments/curves.py",
+    # wraps dpdbscan.plan.autoplan's plan and dpdbscan.params.sizing's finer_n
+    # to set the base's points per cell from d and the DP count, for a study
+    # of that rule (results/scenes/resolution-choice.md)
+    "experiments/resolution_choice.py",
 }
 #: A module of the package named in a string (importlib.import_module,
 #: __import__, a patch target): past the ``import`` statements the AST check
