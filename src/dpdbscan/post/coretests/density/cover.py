@@ -156,9 +156,12 @@ COMPILED_TABLE_FACTOR = 16
 #: The density test takes its occupied cells and their bound there in three
 #: passes over the grid (:func:`dense_cover_candidates`: 0.11 -> 0.04 s on
 #: those 5.3M cells), the same cells.
-#: Smaller grids (the 3-D benchmark's 659k cells) stay in numpy and never
-#: load the compiler.
-COMPILED_DENSE_CELLS = 1 << 21
+#: From 2^18 cells (it was 2^21): the 3-D benchmark's grid at 1e4 points
+#: (659k cells, nearly all noise) took 71 ms of CPU per warm fit in numpy
+#: and 34 ms compiled, the same release; the price is numba's import in a
+#: process's first such fit. Smaller grids (64^3 cells and fewer) stay in
+#: numpy and never load the compiler.
+COMPILED_DENSE_CELLS = 1 << 18
 MAX_SLAB_CELLS = 1 << 22
 _ROWS = 1 << 13  # candidates per block of corner gathers (and one BLAS thread)
 
