@@ -1,7 +1,7 @@
 """Compiled kernels: numba's ``njit`` with the settings every kernel shares.
 
 Import this module only inside the functions that need a kernel (the
-neighbourhood sums from 4-D up, and 3-D on dense grids of 2^21 cells or
+neighbourhood sums from 4-D up, and 3-D on dense grids of 2^18 cells or
 more), never at a module's top level: numba's import and its first
 dispatch cost about 0.4 s, which a 2-D fit and the command line on 2-D
 data must not pay.
