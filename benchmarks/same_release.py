@@ -13,7 +13,8 @@ and 6-D 1.5x and 2x the benchmark's alpha, seeds 1 and 2: issue 30); the
 automatic mode (eps and MinPts, or eps alone) in 2, 3, 4, 6 and 8-D; the
 dense 3-D and 4-D releases of issue 30's other alphas (cases 40 and up);
 the bound test with two sub-cells in 5-, 6- and 8-D (cases 54 and up); the
-3-D and 2-D benchmark points, other seeds and alphas (cases 59 and up); and
+3-D and 2-D benchmark points, other seeds and alphas (cases 59 and up); the
+benchmark's points at 1e4 and 3e4 (cases 65 and up); and
 seeded ``dpdbscan fit`` runs of trace files read with their time (and
 status) for ``--stops`` and ``--trip-ends`` (:data:`FILE_CASES`, numbered
 after them: synthetic CSV, gzip CSV without a header and Parquet with bad
@@ -191,6 +192,19 @@ CASES: list[tuple[str, int, tuple[str, int, int], dict, bool]] = [
     ("bench_dims 3-D seed 1 sparse", 3, ("bench", 0, 1), dict(eps=0.02, histogram="sparse"), False),
     ("bench_dims 2-D", 2, ("bench", 0, 0), dict(eps=blobs_nd.ALPHA[2]), False),
     ("bench_dims 2-D seed 1 a=.003", 2, ("bench", 0, 1), dict(eps=0.003), False),
+    # the benchmark's points at 1e4 and 3e4 (small n: releases of nearly all
+    # noise cells, where a fit's fixed costs show)
+    *[
+        (f"bench_dims {d}-D n=1e4", d, ("bench", 10_000, 0), dict(eps=blobs_nd.ALPHA[d]), False)
+        for d in (2, 3, 4, 5, 6, 8)
+    ],
+    ("bench_dims 7-D n=1e4 seed 1", 7, ("bench", 10_000, 1), dict(eps=blobs_nd.ALPHA[7]), False),
+    *[
+        (f"bench_dims {d}-D n=3e4 seed 2", d, ("bench", 30_000, 2), dict(eps=blobs_nd.ALPHA[d]), False)
+        for d in (3, 5, 6, 8)
+    ],
+    ("bench_dims 6-D n=1e4 k=2", 6, ("bench", 10_000, 3), dict(eps=blobs_nd.ALPHA[6], subcells=2), False),
+    ("bench_dims 5-D n=1e4 bound", 5, ("bench", 10_000, 4), dict(eps=blobs_nd.ALPHA[5], core="bound"), False),
 ]
 
 
@@ -350,7 +364,7 @@ def run_file_case(i: int) -> dict:
 
 
 def _points(d: int, kind: str, n: int, seed: int) -> np.ndarray:
-    return blobs_nd.points(d, seed) if kind == "bench" else _blobs(d, n, seed)
+    return blobs_nd.points(d, seed, n or None) if kind == "bench" else _blobs(d, n, seed)
 
 
 def run_case(i: int) -> dict:

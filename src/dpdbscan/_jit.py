@@ -2,9 +2,8 @@
 
 Import this module only inside the functions that need a kernel (the
 neighbourhood sums from 4-D up, and 3-D on dense grids of 2^21 cells or
-more), never at a module's top level: numba's import and its first
-dispatch cost about 0.4 s, which a 2-D fit and the command line on 2-D
-data must not pay.
+more), never at a module's top level: numba's import and its first dispatch cost about 0.4 s, which a
+2-D fit and the command line on 2-D data must not pay.
 
 ``cache=True`` keeps the machine code next to the module (or in numba's user
 cache when that is read-only), so only a process's first call of a kernel

@@ -365,33 +365,57 @@ def _cover_args(hist, cand, w, own, threshold):
     return hist, cand, mine, covers, R, True, total, threshold
 
 
-THREE_D_BENCHMARK_FIT = """
+THREE_D_FIT = """
 import sys, warnings
 from benchmarks import blobs_nd
 from dpdbscan import DPDBSCAN
 warnings.simplefilter("ignore")
+alpha = float(sys.argv[1])
 X = blobs_nd.points(3, 0, 20_000)
-est = DPDBSCAN(0.02, min_samples=20, epsilon=1.0, bounds=(0.0, 1.0), random_state=0).fit(X)
-print(est.spans_.spans.n_spans > 0, "numba" in sys.modules)
+for _ in range(2):
+    est = DPDBSCAN(alpha, min_samples=20, epsilon=1.0, bounds=(0.0, 1.0), random_state=0).fit(X)
+    print(est.spans_.spans.n_spans > 0, "numba" in sys.modules)
 """
 
 
-def test_the_three_dimensional_benchmark_grid_never_loads_the_compiler():
-    """3-D at the benchmark's alpha (659k cells) stays below
-    :data:`~.cover.COMPILED_DENSE_CELLS`: its fits never pay numba's import."""
+@pytest.mark.parametrize("alpha,loads", [(0.05, False), (0.02, False), (0.013, True)])
+def test_three_dimensional_grids_load_the_compiler_only_when_it_pays(alpha, loads):
+    """A 3-D fit on a grid below :data:`~.cover.COMPILED_ALWAYS_CELLS` never
+    pays numba's import, in a process's first fit or its second (alpha
+    0.05: 35^3 cells; alpha 0.02, the benchmark's grid: 659k cells, which
+    takes the compiled passes only where numba is loaded already); a grid
+    of that many cells or more (alpha 0.013) loads it."""
     import os
     import subprocess
     import sys
     from pathlib import Path
 
-    g = Grid(np.zeros(3), np.ones(3), 0.02, 4.0)
-    assert g.n_cells < cover_mod.COMPILED_DENSE_CELLS <= Grid(np.zeros(3), np.ones(3), 0.01, 4.0).n_cells
+    g = Grid(np.zeros(3), np.ones(3), alpha, 4.0)
+    assert (g.n_cells >= cover_mod.COMPILED_ALWAYS_CELLS) == loads
     root = Path(__file__).resolve().parents[2]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root / "src"), str(root)]))
     out = subprocess.run(
-        [sys.executable, "-c", THREE_D_BENCHMARK_FIT], capture_output=True, text=True, check=True, env=env
+        [sys.executable, "-c", THREE_D_FIT, str(alpha)], capture_output=True, text=True, check=True, env=env
     )
-    assert out.stdout.split() == ["True", "False"]
+    assert out.stdout.split() == ["True", str(loads), "True", str(loads)]
+
+
+def test_a_middle_grid_takes_the_compiled_steps_where_numba_is_loaded(monkeypatch):
+    """Between :data:`~.cover.COMPILED_DENSE_CELLS` and
+    :data:`~.cover.COMPILED_ALWAYS_CELLS` cells the compiled steps are taken
+    exactly where numba is loaded already; below, never; 2-D, never."""
+    import sys
+    import types
+
+    middle = Grid(np.zeros(3), np.ones(3), 0.02, 4.0)
+    small = Grid(np.zeros(3), np.ones(3), 0.05, 4.0)
+    plane = Grid(np.zeros(2), np.ones(2), 0.0005, 4.0)
+    assert cover_mod.COMPILED_DENSE_CELLS <= middle.n_cells < cover_mod.COMPILED_ALWAYS_CELLS
+    assert plane.n_cells >= cover_mod.COMPILED_ALWAYS_CELLS
+    monkeypatch.delitem(sys.modules, "numba", raising=False)
+    assert [cover_mod.dense_compiled(g) for g in (middle, small, plane)] == [False, False, False]
+    monkeypatch.setitem(sys.modules, "numba", sys.modules.get("numba") or types.ModuleType("numba"))
+    assert [cover_mod.dense_compiled(g) for g in (middle, small, plane)] == [True, False, False]
 
 
 @pytest.mark.parametrize("d", [1, 2, 3])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from dpdbscan.cells.grid import Grid
 from dpdbscan.post.sums import dense_neighbour_sums, sparse_neighbour_sums
@@ -49,3 +50,29 @@ def test_dense_candidates_boundaries():
     assert np.array_equal(g.decode(cand), expect[np.lexsort(expect.T[::-1])])
     assert dense_candidates(g, vals, 101.0, 2).size == 0  # 50 * 2 < 101
     assert dense_candidates(g, vals, 0.0, 2) is None
+
+
+@pytest.mark.parametrize("d", [5, 6, 8])
+def test_kernel_shells_are_the_kernel_split_at_its_reach_and_held(d):
+    """The inner part (Chebyshev radius < R) and the shell (radius R) of the
+    ball weights' kernel, row for row as slicing it gives them, read-only,
+    and the very same arrays at the next fit (so the joins' offset codes
+    and classes are held with them); a writable kernel is split afresh."""
+    from dpdbscan.post.coretests.density.weights import ball_weights
+    from dpdbscan.post.sums import chebyshev_radii, kernel_shells
+
+    w = ball_weights(d, 4.0 if d < 8 else 8.0, 1)
+    off, k = w.offsets, w.kmax
+    parts = kernel_shells(off, k)
+    cheb = np.abs(off).max(axis=1)
+    R = int(cheb.max())
+    want = (off[cheb < R], k[cheb < R], off[cheb == R], k[cheb == R])
+    for got, exp in zip(parts, want):
+        np.testing.assert_array_equal(got, exp)
+        assert got.dtype == exp.dtype and not got.flags.writeable
+    assert parts[0].shape[0] + parts[2].shape[0] == off.shape[0] and parts[2].shape[0] > 0
+    again = kernel_shells(off, k)
+    assert all(a is b for a, b in zip(parts, again))
+    assert np.array_equal(chebyshev_radii(parts[2]), np.full(parts[2].shape[0], R))
+    fresh = kernel_shells(off.copy(), k.copy())  # writable: not held
+    assert all(a is not b and np.array_equal(a, b) for a, b in zip(parts, fresh))

@@ -268,6 +268,32 @@ def test_empty_cell_keys_are_the_keys_of_the_positions_not_occupied(d, side):
         np.testing.assert_array_equal(grid.decode(got), grid.decode(want))
 
 
+@pytest.mark.parametrize("d,side", [(5, 56), (6, 49), (8, 24), (8, 90)])
+def test_empty_cell_keys_of_sparse_positions_on_large_grids(d, side):
+    """Gaps of many rows (a sparse release's empty cells: tens of thousands
+    of cells apart in 6-D, quotients by a float product and one
+    correction), and positions beyond 2^51 (8-D, 90 per side: integer
+    division there): the grid's own keys, less the occupied ones."""
+    from dpdbscan.release.samplers.noiserounds import empty_cell_keys
+
+    grid = _grid(d, side)
+    rng = np.random.default_rng(side)
+    strides = np.array([grid.key_delta(e) for e in np.eye(d, dtype=np.int64)], dtype=np.int64)
+    shape = np.asarray(grid.shape, dtype=np.int64)
+    positions = np.unique(rng.integers(0, grid.n_cells, 20_000, dtype=np.int64))
+    # runs of neighbours too (gaps of 1 and 2), and the last cell
+    positions = np.unique(
+        np.concatenate([positions, positions[:50] + 1, positions[:50] + 2, [grid.n_cells - 1]])
+    )
+    positions = positions[positions < grid.n_cells]
+    assert (grid.n_cells > 1 << 51) == (side == 90)
+    occupied = np.sort(grid.keys_of_positions(positions[::7]))
+    keys = grid.keys_of_positions(positions)
+    want = keys[~np.isin(keys, occupied)]
+    got = empty_cell_keys(positions, shape, strides, grid.reach, occupied)
+    np.testing.assert_array_equal(got, want)
+
+
 def test_merge_disjoint_is_a_sort_of_both_lists():
     from dpdbscan.release.samplers.noiserounds import merge_disjoint
 

@@ -371,10 +371,11 @@ _BLOCK_TABLE = 1 << 23
 #: the sub-cells of a dense release of at least
 #: :data:`~.coretests.density.cover.COMPILED_DENSE_CELLS` cells, whose
 #: density test loads the compiler anyway (3-D at 0.5x the benchmark's
-#: alpha: 5.5M entries, 76k core sub-cells, 13 -> 7 ms of CPU), where the
-#: compiler is loaded; elsewhere (the 3-D benchmark's grid) numpy, which
-#: never loads it
-_COMPILED_BLOCKS = 1 << 21
+#: alpha: 5.5M entries, 76k core sub-cells, 13 -> 7 ms of CPU; the 3-D
+#: benchmark's grid at 1e4 points, about 5 ms less per fit from 2^18
+#: entries), where the compiler is loaded; elsewhere numpy, which never
+#: loads it
+_COMPILED_BLOCKS = 1 << 18
 
 
 def _block_labels(grid: Grid, keys: np.ndarray, offsets: np.ndarray) -> np.ndarray | None:

@@ -413,6 +413,30 @@ def chebyshev_radii(offsets: np.ndarray) -> np.ndarray:
     return _held("chebyshev", offsets, make)
 
 
+def kernel_shells(
+    offsets: np.ndarray, weights: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(inner offsets, inner weights, shell offsets, shell weights)``: a
+    kernel's offsets (rows) and weights within Chebyshev radius R - 1 and on
+    radius R (R its reach), each part read-only and held for read-only
+    ``offsets`` and ``weights`` while they live (public: the ball weights'
+    kernel, one per (d, eta, k)). The joins of the parts then find their
+    offset codes and classes held too, where slicing the kernel anew at
+    every fit gave new (writable) arrays and built them again (8-D: the
+    codes and classes of 41,553 offsets, twice per fit)."""
+
+    def make() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        cheb = chebyshev_radii(offsets)
+        R = int(cheb.max()) if cheb.size else 0
+        shell = cheb == R
+        parts = (offsets[~shell], weights[~shell], offsets[shell], weights[shell])
+        for part in parts:
+            part.setflags(write=False)
+        return parts
+
+    return _held("shells", offsets, make, keyed=weights)
+
+
 def _offset_tables(
     offsets: np.ndarray, off_sorted: np.ndarray, R: int, d: int
 ) -> tuple[OffsetPositions, np.ndarray]:

@@ -155,6 +155,7 @@ def empty_cell_keys(
     L = np.ones(d, np.int64)
     for i in range(d - 2, -1, -1):
         L[i] = L[i + 1] * shape[i + 1]
+    inv = 1.0 / L.astype(np.float64)
     quot = np.zeros(d, np.int64)  # p // L_i of the position before
     base = np.zeros(d, np.int64)  # quot_i * L_i
     add = 0  # reach * sum_{i < d - 1} quot_i K_{i + 1}
@@ -165,7 +166,20 @@ def empty_cell_keys(
         for i in range(d - 1):
             r = p - base[i]
             if r >= L[i]:
-                step = 1 if r < 2 * L[i] else r // L[i]
+                if r < 2 * L[i]:
+                    step = 1
+                elif r < 1 << 51:
+                    # r // L_i from a float product and one correction (an
+                    # integer division costs tens of cycles: in 6-D one or
+                    # two per position, the gaps being ~30k cells)
+                    step = int(r * inv[i])
+                    rest = r - step * L[i]
+                    if rest < 0:
+                        step -= 1
+                    elif rest >= L[i]:
+                        step += 1
+                else:
+                    step = r // L[i]
                 quot[i] += step
                 base[i] += step * L[i]
                 add += step * reach * key_strides[i + 1]

@@ -13,7 +13,14 @@ from ....cells.grid import Grid, lookup
 from ....cells.histogram import NoisyHistogram
 from ....cells.pairs import plan
 from ...pruning import live_cells
-from ...sums import chebyshev_radii, kernel_sums_at, kernel_sums_from, reaching_sums, sparse_neighbour_sums
+from ...sums import (
+    chebyshev_radii,
+    kernel_shells,
+    kernel_sums_at,
+    kernel_sums_from,
+    reaching_sums,
+    sparse_neighbour_sums,
+)
 from .cover import COMPILED_FROM_D, cover_pays, cover_sums, dense_cover_candidates, shell_cover
 from .densitymargin import Margin, empty_truncation, margin, noise_variance
 from .weightedsums import ExactRows, may_reach, reach_pays, walk_bounds, weighted_sums_at
@@ -484,13 +491,11 @@ def _joined_kernel_sums(
                 keep[idx] = sums[idx] + w_out * cube >= threshold
                 idx = idx[keep[idx]]
             if idx.size:
-                shell = np.abs(kernel[0]).max(axis=1) > np.abs(off_in).max(initial=0)
+                # the shell: the kernel's offsets beyond the inner ones
+                # (radius R; held with the kernel, as the inner part is)
+                _, _, off_shell, k_shell = kernel_shells(*kernel)
                 out = kernel_sums_at(
-                    hist.grid,
-                    hist.released_keys,
-                    hist.values,
-                    cand[idx],
-                    (kernel[0][shell], kernel[1][shell]),
+                    hist.grid, hist.released_keys, hist.values, cand[idx], (off_shell, k_shell)
                 )
                 keep[idx] = sums[idx] + out >= threshold
             return keep
@@ -546,18 +551,24 @@ def _capped_shell_sums(
     w_shell = float(weights[shell].sum()) * (1 + 1e-12)
     if w_shell <= 0 or not _capped_pays(grid, values, R, threshold, w_shell, light):
         return None
-    inner = (offsets[~shell], weights[~shell])
-    sums = reaching_sums(grid, keys, values, cand, inner)
+    # (the parts held with the kernel: their offset codes and classes too)
+    off_in, w_in, off_shell, w_on_shell = kernel_shells(offsets, weights)
+    sums = reaching_sums(grid, keys, values, cand, (off_in, w_in))
     if sums is None:
         return None
     h = _cap(values, sums, w_shell, threshold)
     heavy = np.flatnonzero(values > h)
-    excess = kernel_sums_from(grid, keys, np.maximum(values - h, 0), heavy, (offsets[shell], weights[shell]))
-    rows = np.searchsorted(keys, cand)  # (the join's sums are given for released cells only)
-    keep = sums + h * w_shell + excess[rows] * (1 + 1e-12) >= threshold
+    excess = kernel_sums_from(grid, keys, np.maximum(values - h, 0), heavy, (off_shell, w_on_shell))
+    # (the join's sums are given for released cells only; the candidates
+    # are most often all of them, in order)
+    every = cand.size == keys.size and np.array_equal(cand, keys)
+    keep = (
+        sums + h * w_shell + (excess if every else excess[np.searchsorted(keys, cand)]) * (1 + 1e-12)
+        >= threshold
+    )
     idx = np.flatnonzero(keep)
     if idx.size:
-        out = kernel_sums_at(grid, keys, values, cand[idx], (offsets[shell], weights[shell]))
+        out = kernel_sums_at(grid, keys, values, cand[idx], (off_shell, w_on_shell))
         keep[idx] = sums[idx] + out >= threshold
     return keep
 
@@ -640,12 +651,11 @@ def _inner_kernel(grid: Grid, offsets: np.ndarray, kernel: np.ndarray, n_keys: i
         return None
     if n_keys is not None and grid.d * buckets * _BLOCK_NS > n_keys * _SHELL_NS:
         return None  # (a sparse release on a large universe: the join's shell is cheaper)
-    cheb = chebyshev_radii(offsets)
-    inner = cheb < R
-    w_out = float(kernel[~inner].max()) if (~inner).any() else 0.0
+    off_in, k_in, _, k_out = kernel_shells(offsets, kernel)  # (held: radius < R, and R)
+    w_out = float(k_out.max()) if k_out.size else 0.0
     if w_out > _OUTER_KERNEL:
         return None
-    return offsets[inner], kernel[inner], w_out
+    return off_in, k_in, w_out
 
 
 def _bucket_block_sums(hist: NoisyHistogram, cand: np.ndarray):

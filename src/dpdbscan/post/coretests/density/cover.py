@@ -39,6 +39,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -156,9 +157,20 @@ COMPILED_TABLE_FACTOR = 16
 #: The density test takes its occupied cells and their bound there in three
 #: passes over the grid (:func:`dense_cover_candidates`: 0.11 -> 0.04 s on
 #: those 5.3M cells), the same cells.
-#: Smaller grids (the 3-D benchmark's 659k cells) stay in numpy and never
-#: load the compiler.
-COMPILED_DENSE_CELLS = 1 << 21
+#: From 2^18 cells (it was 2^21): the 3-D benchmark's grid at 1e4 points
+#: (659k cells, nearly all noise) took 71 ms of CPU per warm fit in numpy
+#: and 34 ms compiled, the same release. Below :data:`COMPILED_ALWAYS_CELLS`
+#: the compiler is never loaded for this alone: numba's import and first
+#: dispatch (0.5-0.8 s of wall at load 5) would cost a one-shot run such as
+#: the command line far more than it saves, and the benchmark's second fit
+#: of a process that loaded it there took 0.70 s against 0.13 s. The
+#: compiled steps are taken there where numba is loaded already (a 4-D fit,
+#: a larger 3-D grid: :func:`dense_compiled`), as the merge's union-find
+#: over blocks is. Smaller grids (64^3 cells and fewer) stay in numpy.
+COMPILED_DENSE_CELLS = 1 << 18
+#: From this many cells the compiled steps are always taken (5.3M cells at
+#: 0.5x the benchmark's alpha: 0.11 -> 0.04 s, more than the import).
+COMPILED_ALWAYS_CELLS = 1 << 21
 MAX_SLAB_CELLS = 1 << 22
 _ROWS = 1 << 13  # candidates per block of corner gathers (and one BLAS thread)
 
@@ -291,9 +303,13 @@ def dense_cover_candidates(
 
 def dense_compiled(grid: Grid) -> bool:
     """Whether a dense release on ``grid`` below :data:`COMPILED_FROM_D`
-    takes the compiled steps: 3-D, at least :data:`COMPILED_DENSE_CELLS`
-    cells (public sizes; 2-D never loads the compiler)."""
-    return 3 <= grid.d < COMPILED_FROM_D and not grid.wide and grid.n_cells >= COMPILED_DENSE_CELLS
+    takes the compiled steps: 3-D, at least :data:`COMPILED_ALWAYS_CELLS`
+    cells, or at least :data:`COMPILED_DENSE_CELLS` where numba is loaded
+    already (public sizes and the process's own state, never the data; 2-D
+    never loads the compiler). Both ways give the same release bit for bit."""
+    if not (3 <= grid.d < COMPILED_FROM_D and not grid.wide and grid.n_cells >= COMPILED_DENSE_CELLS):
+        return False
+    return grid.n_cells >= COMPILED_ALWAYS_CELLS or "numba" in sys.modules
 
 
 def _key_strides(grid: Grid) -> np.ndarray:
