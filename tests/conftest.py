@@ -53,16 +53,12 @@ def shared_data() -> Path:
     return d
 
 
-# The Dask tests (tests/release/test_dask*.py, tests/series/test_dask_series.py,
-# tests/test_estimator_notes.py) share one real LocalCluster per test session
-# (worker processes, so data is pickled as on a real cluster) and a client on
-# it: under pytest-xdist one per worker process, not one per module and worker
-# (each start spawns two processes that import dask; no test stops, restarts
-# or configures it: tests/release/test_dask_cluster.py's faults have their
-# own). Here rather than in a tests/release/conftest.py: a second module named
-# conftest would shadow this one for `from conftest import ...`. Dask is
+# The Dask tests (tests/release/test_dask*.py) share one real LocalCluster per
+# test module (worker processes, so data is pickled as on a real cluster) and a
+# client on it. Here rather than in a tests/release/conftest.py: a second module
+# named conftest would shadow this one for `from conftest import ...`. Dask is
 # optional: a test asking for them is skipped without it.
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def cluster():
     """A real two-worker LocalCluster (worker processes, so data is pickled)."""
     distributed = pytest.importorskip("distributed")
@@ -72,7 +68,7 @@ def cluster():
         yield lc
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def client(cluster):
     distributed = pytest.importorskip("distributed")
     with distributed.Client(cluster, set_as_default=False) as c:
