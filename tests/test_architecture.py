@@ -112,12 +112,14 @@ def resolve(importer: str, path: Path, node: ast.AST) -> list[str]:
     return [t for t in targets if t]
 
 
-def _in_type_checking(tree, node) -> bool:
+def _type_checking_nodes(tree) -> set[int]:
+    """The ids of every node inside an ``if TYPE_CHECKING:`` block of ``tree``
+    (found in one walk of the tree, not one per import)."""
+    inside = set()
     for stmt in ast.walk(tree):
         if isinstance(stmt, ast.If) and "TYPE_CHECKING" in ast.unparse(stmt.test):
-            if any(n is node for n in ast.walk(stmt)):
-                return True
-    return False
+            inside.update(map(id, ast.walk(stmt)))
+    return inside
 
 
 def imports_of(name: str) -> list[tuple[str, int, bool, bool]]:
@@ -127,11 +129,12 @@ def imports_of(name: str) -> list[tuple[str, int, bool, bool]]:
     lines = text.splitlines()
     tree = ast.parse(text)
     top = set(map(id, tree.body))
+    guarded = _type_checking_nodes(tree)
     out = []
     for node in ast.walk(tree):
         if not isinstance(node, (ast.Import, ast.ImportFrom)):
             continue
-        lazy = id(node) not in top and not _in_type_checking(tree, node)
+        lazy = id(node) not in top and id(node) not in guarded
         above = lines[node.lineno - 2].strip() if node.lineno >= 2 else ""
         for target in resolve(name, path, node):
             out.append((target, node.lineno, lazy, above.startswith("# lazy:")))

@@ -171,14 +171,21 @@ def test_rule_k_reads_kappa_at_its_bound(d):
         assert choose_kind("auto", g, 0.0) == "dense"
 
 
-def test_the_default_histogram_of_a_coarse_4d_to_8d_fit_at_a_fixed_eps_is_sparse():
+def test_the_default_histogram_of_a_coarse_4d_to_8d_fit_at_a_fixed_eps_is_sparse(monkeypatch):
     # from public inputs only (the forecast reads nothing): 4-D at 1.5-3x and
     # 5-D at 3x the benchmark's eps were dense releases (grids under 2^23
     # cells); at a fixed eps, event level, delta 0, the density test they are
     # sparse now, while 2-D and 3-D, person level, delta > 0, the bound test
     # and the automatic mode keep theirs
     from dpdbscan import DPDBSCAN
+    from dpdbscan.plan import resolve
 
+    # the person-level forecast's histogram is its release's (resolve), made
+    # before what it detects in units (plan.detection: 3/4 of this test's CPU,
+    # the density margins' laws; tests/plan/test_detection.py checks those):
+    # here the units' forecast is recorded, not computed
+    unit_forecasts = []
+    monkeypatch.setattr(resolve, "unit_forecast", lambda *a: unit_forecasts.append(a[1]))
     box = dict(min_samples=20, bounds=(0.0, 1.0))
     for d, eps in ((4, 0.045), (4, 0.06), (4, 0.09), (5, 0.12), (8, 0.45)):
         fc = DPDBSCAN(eps, **box).forecast(1e5, n_features=d)
@@ -188,6 +195,7 @@ def test_the_default_histogram_of_a_coarse_4d_to_8d_fit_at_a_fixed_eps_is_sparse
         assert DPDBSCAN(eps, **box, core="bound").forecast(1e5, n_features=d).histogram == "dense"
         person = DPDBSCAN(eps, **box, max_cells_per_unit=5, delta=1e-6)
         assert person.forecast(1e5, n_features=d, eps_ladder=[eps]).histogram == "dense"
+    assert len(unit_forecasts) == 5  # each person-level forecast went on to its units'
     for d, eps in ((2, 0.01), (3, 0.06)):
         assert DPDBSCAN(eps, **box).forecast(1e5, n_features=d).histogram == "dense"
     # the automatic mode's base grid (at most max_cells cells) stays dense
