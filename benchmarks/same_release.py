@@ -205,6 +205,10 @@ CASES: list[tuple[str, int, tuple[str, int, int], dict, bool]] = [
     ],
     ("bench_dims 6-D n=1e4 k=2", 6, ("bench", 10_000, 3), dict(eps=blobs_nd.ALPHA[6], subcells=2), False),
     ("bench_dims 5-D n=1e4 bound", 5, ("bench", 10_000, 4), dict(eps=blobs_nd.ALPHA[5], core="bound"), False),
+    # the automatic mode's ladder in 3-D at small n: large dense gathers on
+    # grids below the compiled size (weightedsums.gather_pays)
+    ("automatic 3-D n=2e4 seed 5", 3, ("bench", 20_000, 5), _AUTO, False),
+    ("automatic 3-D n=5e3 seed 6", 3, ("bench", 5_000, 6), _AUTO, False),
 ]
 
 

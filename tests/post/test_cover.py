@@ -418,6 +418,54 @@ def test_a_middle_grid_takes_the_compiled_steps_where_numba_is_loaded(monkeypatc
     assert [cover_mod.dense_compiled(g) for g in (middle, small, plane)] == [True, False, False]
 
 
+@pytest.mark.parametrize("k,eta", [(1, 1.0), (2, 2.0)])
+def test_a_large_three_dimensional_gather_takes_the_compiled_pass_with_the_same_sums(k, eta, monkeypatch):
+    """A dense 3-D gather of many values (rows times offsets: the automatic
+    mode's ladder at a large eps) takes the compiled pass on a grid too small
+    for :func:`~.cover.dense_compiled`, whether numba is loaded or not, and
+    gives the numpy path's sums bit for bit, faces included; below the
+    size, numpy's; 2-D never."""
+    import sys
+    import types
+
+    from dpdbscan.post.coretests.density import compiled
+    from dpdbscan.post.coretests.density import weightedsums as ws
+
+    rng = np.random.default_rng(4200 + k)
+    w = ball_weights(3, eta, k)
+    g = _grid_of(3, eta, 14)
+    assert not cover_mod.dense_compiled(g)
+    values = rng.laplace(0, 2.0, g.shape)
+    values[3:6, 4:9, 2:5] += 40.0  # a clump
+    hist = _dense(g, values)
+    rows = g.encode(np.stack(np.unravel_index(np.arange(g.n_cells), g.shape), axis=1))
+    calls = []
+    real = compiled.gather_unpadded
+
+    def recorded(*a):
+        calls.append(a[2].shape[0])
+        return real(*a)
+
+    monkeypatch.setattr(compiled, "gather_unpadded", recorded)
+    monkeypatch.delitem(sys.modules, "numba", raising=False)  # (the rule reads it)
+    numpy_sums = weighted_sums_at(hist, w, rows)
+    assert calls == []  # the default sizes: numpy here
+    values_asked = rows.size * w.offsets.shape[0]
+    monkeypatch.setattr(ws, "COMPILED_GATHER_VALUES", values_asked)
+    assert ws.gather_pays(g, rows.size, w.offsets.shape[0])
+    assert not ws.gather_pays(g, rows.size - 1, w.offsets.shape[0])
+    assert np.array_equal(weighted_sums_at(hist, w, rows), numpy_sums)
+    assert sum(calls) == rows.size
+    # where numba is loaded, from the smaller size
+    monkeypatch.setitem(sys.modules, "numba", sys.modules.get("numba") or types.ModuleType("numba"))
+    monkeypatch.setattr(ws, "LOADED_GATHER_VALUES", rows.size // 2 * w.offsets.shape[0])
+    assert ws.gather_pays(g, rows.size // 2, w.offsets.shape[0])
+    monkeypatch.delitem(sys.modules, "numba")
+    assert not ws.gather_pays(g, rows.size // 2, w.offsets.shape[0])
+    plane = _grid_of(2, eta, 200)
+    assert not ws.gather_pays(plane, 1 << 40, 1)
+
+
 @pytest.mark.parametrize("d", [1, 2, 3])
 def test_the_integer_box_sums_are_the_float_products_bit_for_bit(d):
     """The exact table's boxes add their corners in int32 (wrapping past

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,7 +82,8 @@ def weighted_sums_at(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarra
                 np.matmul(rows, Wt, out=out[a : a + step])
                 walk_rows(vals, walk.shape, coords, R, walk.table, walk.half, rows, True)
             return out
-        if dense_compiled(grid):
+        if dense_compiled(grid) or gather_pays(grid, n, weights.offsets.shape[0]):
+            # a large dense 3-D grid, or a gather too large for numpy
             # lazy: numba loads only where a kernel runs (3-D: large dense grids)
             from .compiled import gather_unpadded
 
@@ -123,6 +125,31 @@ def weighted_sums_at(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarra
                 vals[:, j] = lookup(hist.released_keys, hist.values, grid.encode(coords + o))
             np.matmul(vals, Wt, out=out[a : a + step])
     return out
+
+
+#: Below :data:`~.cover.COMPILED_FROM_D`, a dense gather of at least this
+#: many values (rows times offsets) takes the compiled pass wherever numba is
+#: loaded or not: numpy's gather and face tests cost 40-50 ns a value (the
+#: automatic mode's ladder on a 62^3 grid at 25,500 points: 70k rows times
+#: 2,391 offsets, 7.3 s of CPU; 12.2 s for the whole fit), far above the
+#: compiler's import (0.5-0.8 s) from this size on. A public size of the
+#: post-processing (the release's grid and the rows asked for); the same
+#: matrices and products, so the same sums bit for bit. Where numba is loaded
+#: already, from :data:`LOADED_GATHER_VALUES` (the ladder's middle rung
+#: there: 58k rows times 485 offsets, 0.73 s of CPU in numpy).
+COMPILED_GATHER_VALUES = 1 << 25
+LOADED_GATHER_VALUES = 1 << 20
+
+
+def gather_pays(grid: Grid, rows: int, offsets: int) -> bool:
+    """Whether a dense gather of ``rows`` x ``offsets`` values below
+    :data:`~.cover.COMPILED_FROM_D` takes the compiled pass for its size
+    (:data:`COMPILED_GATHER_VALUES`, or :data:`LOADED_GATHER_VALUES` where
+    numba is loaded already); 2-D never does."""
+    if not (3 <= grid.d < COMPILED_FROM_D and not grid.wide):
+        return False
+    values = rows * offsets
+    return values >= COMPILED_GATHER_VALUES or (values >= LOADED_GATHER_VALUES and "numba" in sys.modules)
 
 
 def _dense_sums_in_place(
