@@ -321,7 +321,8 @@ def gate_table(path: str, base: str = "today", cand: str = "two1s5f4") -> str:
         name = pairs[0][0].get("set", seed)
         groups[(gen, pairs[0][0]["d"])].append((name, a, b, same, len(pairs)))
     lines = [
-        "| generator | d | scenes (draws) | library | candidate | paired | better / worse beyond 0.02 | worst | same labels |",
+        "| generator | d | scenes (draws) | library | candidate | paired | better / worse beyond 0.02 "
+        "| worst | same labels |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for (gen, d), v in sorted(groups.items()):
