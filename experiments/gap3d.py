@@ -21,6 +21,12 @@ close 30,000-30,059, their 3-D scenes.
 
     PYTHONPATH=src:. python -m experiments.gap3d --gen curves --seeds 70000-70079 --dims 3 --draws 3 --out R
     PYTHONPATH=src:. python -m experiments.gap3d --summary R
+
+Also: ``--border`` (``predict`` with wider borders on the library's release,
+and how far the points it labels noise lie from a span), ``--nearness`` (how
+near a curves scene's two curves lie, in release one's cells), ``--gate``
+(the library against a research variant of :mod:`experiments.curves`, with a
+digest of the labels) and their tables.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import time
 import warnings
 from collections import defaultdict
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -192,7 +199,7 @@ def summary(path: str) -> str:
     """Per group: the mean ARI loss and its parts, the automatic mode (mean
     over draws per scene) against HDBSCAN, and the gap per part."""
     per: dict = defaultdict(dict)
-    for line in open(path):
+    for line in Path(path).read_text().splitlines():
         if line.strip():
             r = json.loads(line)
             per[(r["gen"], r["seed"])][r["variant"]] = r
@@ -236,7 +243,7 @@ def per_scene(path: str) -> str:
     """One line per scene: ARI and parts of the automatic mode (mean over
     draws) and HDBSCAN."""
     per: dict = defaultdict(dict)
-    for line in open(path):
+    for line in Path(path).read_text().splitlines():
         if line.strip():
             r = json.loads(line)
             per[(r["gen"], r["seed"])][r["variant"]] = r
@@ -296,12 +303,49 @@ def gate_row(gen: str, seed: int, variant: str) -> dict:
     }
 
 
+def border_table(path: str) -> str:
+    """Per generator: each :data:`BORDERS` variant's mean ARI (draws, then
+    scenes), paired with the library's, better / worse beyond 0.02; and the
+    missed cluster points' and the noise's distances (:data:`RADII`)."""
+    per: dict = defaultdict(list)
+    for line in Path(path).read_text().splitlines():
+        if line.strip():
+            r = json.loads(line)
+            per[(r["gen"], r["seed"])].append(r)
+    lines = ["| generator | scenes | " + " | ".join(BORDERS) + " |", "|---|---|" + "---|" * len(BORDERS)]
+    hist: dict = {}
+    for gen in sorted({g for g, _ in per}):
+        rows = [v for (g, _), v in per.items() if g == gen]
+        m = np.array([[np.mean([x[b] for x in v]) for b in BORDERS] for v in rows])
+        cells = [f"{m[:, 0].mean():.3f}"]
+        for j in range(1, len(BORDERS)):
+            d = m[:, j] - m[:, 0]
+            cells.append(
+                f"{m[:, j].mean():.3f} ({d.mean():+.3f}; {int((d > 0.02).sum())} / {int((d < -0.02).sum())})"
+            )
+        lines.append(f"| {gen} | {len(rows)} | " + " | ".join(cells) + " |")
+        hist[gen] = [
+            np.sum(
+                [x.get(k, [0] * (len(RADII) - 1)) for v in rows for x in v if x["variant"] == "border"],
+                axis=0,
+            )
+            for k in ("missed_at", "noise_at")
+        ]
+    lines.append(
+        "\ndraw 0, points labelled noise by distance to the nearest core centre, in border radii "
+        + str(RADII[1:])
+    )
+    for gen, (miss, noise) in hist.items():
+        lines.append(f"{gen}: cluster points {miss.tolist()}, true noise {noise.tolist()}")
+    return "\n".join(lines)
+
+
 def gate_table(path: str, base: str = "today", cand: str = "two1s5f4") -> str:
     """Per generator (and d): scenes, the library's and the candidate's mean
     ARI over the draws both have, paired difference, better / worse beyond
     0.02, the worst scene, and how many scenes have the same labels."""
     rows: dict = defaultdict(dict)
-    for line in open(path):
+    for line in Path(path).read_text().splitlines():
         if line.strip():
             r = json.loads(line)
             rows[(r["gen"], r["seed"])][r["variant"]] = r
@@ -336,6 +380,75 @@ def gate_table(path: str, base: str = "today", cand: str = "two1s5f4") -> str:
     return "\n".join(lines)
 
 
+#: predict variants of section 1 of gap3d.md: (border radius / the model's, border cells)
+BORDERS = {
+    "library": (1.0, None),
+    "b1.5": (1.5, "any"),
+    "b2": (2.0, "any"),
+    "occupied": (1.0, "occupied"),
+    "b1.5occ": (1.5, "occupied"),
+}
+#: bins of a missed point's distance to the nearest core centre, in border radii
+RADII = (0.0, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, math.inf)
+
+
+def border_row(gen: str, seed: int, draw: int) -> dict:
+    """The library's fit of ``gen``'s scene ``seed`` (draw ``draw``) labelled
+    by each :data:`BORDERS` variant of ``predict`` (post-processing of the
+    same release), and how far its missed cluster points and its true noise
+    labelled noise lie from the nearest core sub-cell centre, in border radii
+    (:data:`RADII` bins)."""
+    from dataclasses import replace
+
+    from scipy.spatial import cKDTree
+
+    sc = GENERATORS[gen](seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = DPDBSCAN(
+            "auto", min_samples="auto", epsilon=1.0, bounds=sc.bounds, random_state=seed + draw * DRAW_STEP
+        )
+        model = est.fit(sc.X).spans_
+        row = {**sc.row_head(seed, "border" if draw == 0 else f"border@{draw}"), "gen": gen}
+        for name, (times, cells) in BORDERS.items():
+            spec = replace(
+                model.spec, border=model.spec.border * times, border_cells=cells or model.spec.border_cells
+            )
+            row[name] = scene_bench.ari(sc.y, replace(model, spec=spec).predict(sc.X))
+    p = model.predict(sc.X)
+    if model.n_core_cells:
+        centres = model.grid.cell_centres(model.grid.decode(model.core_keys))
+        own = model.span_borders
+        radius = own[model.labels] if own is not None else np.full(model.labels.size, model.spec.border)
+        dist, at = cKDTree(centres).query(sc.X, k=min(8, centres.shape[0]))
+        dist, at = dist.reshape(sc.n, -1), at.reshape(sc.n, -1)
+        rel = np.min(dist / radius[at], axis=1)
+        row["missed_at"] = np.histogram(rel[(sc.y >= 0) & (p < 0)], RADII)[0].tolist()
+        row["noise_at"] = np.histogram(rel[(sc.y < 0) & (p < 0)], RADII)[0].tolist()
+    return row
+
+
+def nearness(seed: int) -> str:
+    """For curves scene ``seed`` (its clusters 0 and 1, the points, no
+    noise): the nearest point of cluster 1 to each point of cluster 0 in
+    release one's cell widths (min, 1%, 5%, median), and the median distance
+    to the nearest other point of cluster 0."""
+    from scipy.spatial import cKDTree
+
+    sc = scenes.curves_scene(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = DPDBSCAN("auto", min_samples="auto", epsilon=1.0, bounds=sc.bounds, random_state=seed).fit(
+            sc.X
+        )
+    w = float(np.max(model.spans_.histogram.grid.width))
+    a, b = sc.X[sc.y == 0], sc.X[sc.y == 1]
+    cross = cKDTree(b).query(a)[0] / w
+    own = cKDTree(a).query(a, k=2)[0][:, 1] / w
+    q = np.quantile(cross, [0.0, 0.01, 0.05, 0.5])
+    return f"| {seed:,} | " + ", ".join(f"{x:.2f}" for x in q) + f" | {np.median(own):.3f} |"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gen", default="curves", choices=tuple(GENERATORS))
@@ -348,7 +461,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--gate", help="fit --variants on --gen's --seeds (gen 'dev': set indices) into --out")
     ap.add_argument("--gate-table")
     ap.add_argument("--variants", default="today,two1s5f4")
+    ap.add_argument("--border", action="store_true", help="predict variants of --gen's --seeds into --out")
+    ap.add_argument("--border-table")
+    ap.add_argument("--nearness", action="store_true", help="how near --seeds' curves lie, in cells")
     args = ap.parse_args(argv)
+    if args.nearness:
+        for seed in args.seeds:
+            print(nearness(seed), flush=True)
+        return 0
+    if args.border_table:
+        print(border_table(args.border_table))
+        return 0
+    if args.border:
+        for seed in args.seeds:
+            if args.dims is not None and GENERATORS[args.gen](seed).d != args.dims:
+                continue
+            for r in range(args.draws):
+                with open(args.out, "a") as f:
+                    f.write(json.dumps(border_row(args.gen, seed, r)) + "\n")
+            print(args.gen, seed, file=sys.stderr, flush=True)
+        return 0
     if args.gate_table:
         print(gate_table(args.gate_table, *args.variants.split(",")[:2]))
         return 0

@@ -3,6 +3,8 @@ that is wrong."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -48,3 +50,25 @@ def test_a_span_of_noise_beside_the_clusters_is_spurious():
     parts = gap3d.decompose(y, p)
     assert parts["spurious"] > 0 and parts["spurious"] == pytest.approx(1 - parts["ari"])
     assert gap3d.counts(y, p)["spurious_spans"] == 1
+
+
+def test_the_gate_table_pairs_draws_and_sees_same_labels(tmp_path):
+    rows = [
+        {"gen": "curves", "seed": 1, "d": 3, "variant": v, "ari": a, "digest": g}
+        for v, a, g in (
+            ("today", 0.5, "x"),
+            ("two1s5f4", 0.7, "y"),
+            ("today@1", 0.5, "x"),
+            ("two1s5f4@1", 0.5, "x"),
+            ("today@2", 0.4, "z"),  # draw 2 has no candidate: left out
+        )
+    ] + [
+        {"gen": "curves", "seed": 2, "d": 3, "variant": v, "ari": 0.3, "digest": "s"}
+        for v in ("today", "two1s5f4")
+    ]
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    line = gap3d.gate_table(str(path)).splitlines()[-1]
+    # scene 1: 0.5 -> 0.6 over its two paired draws; scene 2 unchanged, same labels
+    assert line.startswith("| curves | 3 | 2 (2) | 0.400 | 0.450 | +0.0500 | 1 / 0 |")
+    assert line.endswith("| 1 |")
