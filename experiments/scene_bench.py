@@ -287,7 +287,10 @@ def best_dbscan(sc: scenes.Scene) -> dict:
     return {"alpha": alpha, "min_samples": mp, "ari": ari(sc.y, labels), "sample": int(sub_idx.size)}
 
 
-def hdbscan_ari(sc: scenes.Scene) -> float:
+def hdbscan_labels(sc: scenes.Scene) -> np.ndarray:
+    """Non-private HDBSCAN's labels of every point of ``sc`` (the module
+    docstring's protocol: a subsample of at most :data:`HDBSCAN_SAMPLE`
+    points, the rest by their nearest sampled point)."""
     from sklearn.cluster import HDBSCAN
     from sklearn.neighbors import KDTree
 
@@ -295,8 +298,11 @@ def hdbscan_ari(sc: scenes.Scene) -> float:
     idx = baselines.subsample(sc.n, m, sc.seed + 1)
     S = sc.X[idx]
     lab = HDBSCAN(min_cluster_size=max(5, round(HDBSCAN_SHARE * m))).fit(S).labels_
-    labels = lab[KDTree(S).query(sc.X, k=1)[1][:, 0]] if m < sc.n else lab
-    return ari(sc.y, labels)
+    return lab[KDTree(S).query(sc.X, k=1)[1][:, 0]] if m < sc.n else lab
+
+
+def hdbscan_ari(sc: scenes.Scene) -> float:
+    return ari(sc.y, hdbscan_labels(sc))
 
 
 # --------------------------------------------------------------------------- #
