@@ -783,7 +783,8 @@ def _class_weights(rng, d, R):
 
 
 @pytest.mark.parametrize(
-    "d,eps,R", [(4, 2e-4, 2), (5, 0.02, 2), (6, 0.05, 3), (7, 0.03, 1), (8, 0.02, 2), (8, 0.015, 1), (3, 1e-5, 3)]
+    "d,eps,R",
+    [(4, 2e-4, 2), (5, 0.02, 2), (6, 0.05, 3), (7, 0.03, 1), (8, 0.02, 2), (8, 0.015, 1), (3, 1e-5, 3)],
 )
 def test_an_index_from_keys_is_the_index_of_the_decoded_cells(d, eps, R):
     """CellIndex.from_keys (the keys decoded straight into packed lanes, the
@@ -816,7 +817,9 @@ def test_an_index_from_keys_is_the_index_of_the_decoded_cells(d, eps, R):
     coords = pairs_module.decode_keys(keys, strides)
     size = int(np.prod(index.nb))
     bucket = np.arange(index.tabled)[None, :] // index.sides[:, None]
-    start, order, laid, col = pairkernels.bucket_layout(coords, index.axes, index.sides, bucket, index.strides, size)
+    start, order, laid, col = pairkernels.bucket_layout(
+        coords, index.axes, index.sides, bucket, index.strides, size
+    )
     assert np.array_equal(index.start, start) and np.array_equal(index.order, order)
     assert np.array_equal(index.col, col)
     assert np.array_equal(index._packed, pairkernels.packed_lanes(laid, bits))
@@ -885,7 +888,9 @@ def test_the_packed_layout_is_the_coordinates_layout(d, R, side, n, seed):
     assert index._coords is None  # (the lanes alone laid out)
     bucket = np.arange(index.tabled)[None, :] // index.sides[:, None]
     size = int(np.prod(index.nb))
-    start, order, laid, col = pairkernels.bucket_layout(a, index.axes, index.sides, bucket, index.strides, size)
+    start, order, laid, col = pairkernels.bucket_layout(
+        a, index.axes, index.sides, bucket, index.strides, size
+    )
     assert np.array_equal(index.start, start) and np.array_equal(index.order, order)
     assert np.array_equal(index.col, col)
     assert np.array_equal(index._packed, pairkernels.packed_lanes(laid, bits))

@@ -581,7 +581,11 @@ def half_sums(
     order (cell p, then the later cells q by position), so the same sums
     bit for bit; a term of weight 0 is skipped (adding a zero product to a
     sum started at +0 leaves the same float). (The walk is written out in
-    its branch: through an inlined helper it cost the 5-D join 5-10%.)"""
+    its branch: through an inlined helper it cost the 5-D join 5-10%.)
+    That branch reads the lanes alone (each cell's box from its lanes,
+    :func:`_box_lanes`; weights by class): ``sc`` may then be an empty
+    array of d columns (:meth:`~dpdbscan.cells.pairs.CellIndex._walk`'s
+    stand-in, no coordinates unpacked)."""
     n = pk.shape[0]
     zero = _zero_code(sc.shape[1], R)
     use_table = table.size > 0

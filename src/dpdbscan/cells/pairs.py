@@ -199,9 +199,11 @@ class CellIndex:
     buckets, for the cells within R of query cells along every axis.
 
     Built for boxes of half-side ``R`` queried by about ``n_query`` cells
-    (which only steer the layout: any R may be asked). Memory: the cells in
-    layout order (coordinates, packed lanes, linear codes, the base of each
-    one's bucket) and the table (a few entries per cell)."""
+    (which only steer the layout: any R may be asked), or from int64 keys
+    (:meth:`from_keys`). Memory: the cells in layout order (packed lanes,
+    the base of each one's bucket; their coordinates only where they do not
+    fit the lanes or a walk asks for them, linear codes where a walk looks
+    weights up by code) and the table (a few entries per cell)."""
 
     def __init__(
         self,
