@@ -767,6 +767,136 @@ def test_compiled_decoding_is_the_grid_s(d, eps):
     assert np.array_equal(got, c)
 
 
+def _class_weights(rng, d, R):
+    """Random weights of the cube of half-side R that are a function of the
+    class of an offset (as the ball's kernels), some 0, and their
+    :class:`OffsetWeights` by class."""
+    cube = _cube_offsets(d, R)
+    step = np.r_[0, (d + 1) ** np.arange(R)]
+    cls = step[np.abs(cube)].sum(axis=1)
+    per_class = rng.random(int(cls.max()) + 1) * (rng.random(int(cls.max()) + 1) < 0.7)
+    codes = pairs_module.offset_codes(cube, R)
+    w = per_class[cls]
+    by_class = pairs_module.offset_classes(codes, w, R, d)
+    assert by_class is not None
+    return pairs_module.OffsetWeights(codes, w, R, d, 0, by_class)
+
+
+@pytest.mark.parametrize(
+    "d,eps,R",
+    [(4, 2e-4, 2), (5, 0.02, 2), (6, 0.05, 3), (7, 0.03, 1), (8, 0.02, 2), (8, 0.015, 1), (3, 1e-5, 3)],
+)
+def test_an_index_from_keys_is_the_index_of_the_decoded_cells(d, eps, R):
+    """CellIndex.from_keys (the keys decoded straight into packed lanes, the
+    lanes alone laid out) lays the cells out as bucket_layout does their
+    decoded coordinates (the same order, table and bucket bases; the
+    coordinates unpacked from the lanes on demand), where every coordinate
+    fits a lane, and declines where one does not (8-D at eps 0.015: 67
+    cells an axis, lanes of 8 bits hold 0-63). Its self-join, point sums
+    and scatter sums, which read the lanes alone (no coordinates unpacked),
+    equal bit for bit those of the laid-out coordinates checked axis by
+    axis (the walk without lanes)."""
+    from dpdbscan.cells import pairkernels
+
+    g = Grid(np.zeros(d), np.ones(d), eps)
+    rng = np.random.default_rng(d)
+    side = np.array(g.shape)
+    # clusters of cells within reach of each other, and cells at the corners
+    centres = np.stack([rng.integers(0, s, 300) for s in side], axis=1)
+    c = np.clip(centres[rng.integers(0, 300, 6_000)] + rng.integers(-R, R + 1, (6_000, d)), 0, side - 1)
+    c[:3] = side - 1
+    c[3:6] = 0
+    keys = np.unique(g.encode(c))
+    strides = np.array([g.key_delta(e) for e in np.eye(d, dtype=np.int64)], dtype=np.int64)
+    index = pairs_module.CellIndex.from_keys(keys, strides, R)
+    bits = 64 // d
+    if int(side.max()) - 1 >= 1 << (bits - 2):
+        assert index is None
+        return
+    assert index is not None and index._coords is None
+    coords = pairs_module.decode_keys(keys, strides)
+    size = int(np.prod(index.nb))
+    bucket = np.arange(index.tabled)[None, :] // index.sides[:, None]
+    start, order, laid, col = pairkernels.bucket_layout(
+        coords, index.axes, index.sides, bucket, index.strides, size
+    )
+    assert np.array_equal(index.start, start) and np.array_equal(index.order, order)
+    assert np.array_equal(index.col, col)
+    assert np.array_equal(index._packed, pairkernels.packed_lanes(laid, bits))
+    weight = _class_weights(rng, d, R)
+    vals = rng.exponential(4.0, keys.size)
+    vals[rng.random(keys.size) < 0.2] = 0.0
+    query = np.clip(coords[rng.integers(0, keys.size, 500)] + rng.integers(-R, R + 1, (500, d)), 0, side - 1)
+    rows = rng.choice(keys.size, 50, replace=False)
+    got = (
+        index.half_sums(vals, R, weight),
+        index.sums_at(query, vals, R, weight),
+        index.scatter_sums(coords[rows], vals[rows], R, weight),
+    )
+    assert index._coords is None  # (the lanes alone were read)
+    # the walk on the laid-out coordinates, axis by axis (no lanes)
+    walk = index._walk(R)[4:]
+    none, step, classes = np.zeros(0, np.int64), weight.step, weight.classes
+    unlaned = np.zeros(0, np.uint64)
+    laid_vals = vals[order]
+    tab = (weight.table, weight.codes, weight.weights)
+    half = pairkernels.half_sums(
+        laid, np.zeros(keys.size, np.uint64), none, laid_vals, R, unlaned, *walk, *tab, weight.symmetric,
+        step, classes, 0, keys.size,
+    )  # fmt: skip
+    half += laid_vals * weight.at_zero
+    want_half = np.empty(keys.size)
+    want_half[order] = half
+    want_at = np.zeros(query.shape[0])
+    pairkernels.query_sums(
+        query, np.zeros(query.shape[0], np.uint64), none, laid, np.zeros(keys.size, np.uint64), none,
+        laid_vals, R, unlaned, *walk, *tab, step, classes, 0, query.shape[0], want_at,
+    )  # fmt: skip
+    scattered = pairkernels.scatter_sums(
+        coords[rows], np.zeros(rows.size, np.uint64), none, vals[rows], laid, np.zeros(keys.size, np.uint64),
+        none, R, unlaned, *walk, *tab, step, classes, 0, rows.size,
+    )  # fmt: skip
+    want_scatter = np.empty(keys.size)
+    want_scatter[order] = scattered
+    for a, b in zip(got, (want_half, want_at, want_scatter)):
+        assert np.array_equal(a.view(np.int64), b.view(np.int64))
+    assert np.array_equal(index.coords, laid)  # (unpacked on demand)
+
+
+@SETTINGS
+@given(
+    d=st.integers(1, 8),
+    R=st.integers(0, 3),
+    side=st.integers(1, 40),
+    n=st.integers(1, 300),
+    seed=st.integers(0, 2**32 - 1),
+)
+@at_each_d(ALL_D, R=3, side=40, n=300)
+def test_the_packed_layout_is_the_coordinates_layout(d, R, side, n, seed):
+    """packed_layout of cells' packed lanes gives bucket_layout's order,
+    table and bucket bases of their coordinates, the lanes laid out as
+    those coordinates are (unpacked_lanes gives them back), for any
+    plan the cost model makes (the layout of a CellIndex built from
+    coordinates that fit the lanes)."""
+    from dpdbscan.cells import pairkernels
+
+    bits = 64 // d
+    h = 1 << (bits - 2)
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, min(side, h), (n, d))
+    index = pairs_module.CellIndex(a, R)
+    assert index._coords is None  # (the lanes alone laid out)
+    bucket = np.arange(index.tabled)[None, :] // index.sides[:, None]
+    size = int(np.prod(index.nb))
+    start, order, laid, col = pairkernels.bucket_layout(
+        a, index.axes, index.sides, bucket, index.strides, size
+    )
+    assert np.array_equal(index.start, start) and np.array_equal(index.order, order)
+    assert np.array_equal(index.col, col)
+    assert np.array_equal(index._packed, pairkernels.packed_lanes(laid, bits))
+    assert np.array_equal(index.coords, laid)
+
+
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(d=st.integers(2, 6), seed=st.integers(0, 2**32 - 1), integer=st.booleans(), held=st.booleans())
 @at_each_d(range(2, 7), integer=lambda d: d % 2 == 1, held=lambda d: d % 2 == 0)

@@ -199,16 +199,32 @@ class CellIndex:
     buckets, for the cells within R of query cells along every axis.
 
     Built for boxes of half-side ``R`` queried by about ``n_query`` cells
-    (which only steer the layout: any R may be asked). Memory: the cells in
-    layout order (coordinates, packed lanes, linear codes, the base of each
-    one's bucket) and the table (a few entries per cell)."""
+    (which only steer the layout: any R may be asked), or from int64 keys
+    (:meth:`from_keys`). Memory: the cells in layout order (packed lanes,
+    the base of each one's bucket; their coordinates only where they do not
+    fit the lanes or a walk asks for them, linear codes where a walk looks
+    weights up by code) and the table (a few entries per cell)."""
 
-    def __init__(self, coords: np.ndarray, R: int, n_query: int | None = None) -> None:
+    def __init__(
+        self,
+        coords: np.ndarray | None,
+        R: int,
+        n_query: int | None = None,
+        *,
+        packed: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> None:
         pairkernels = _kernels()
-        coords = np.ascontiguousarray(coords, dtype=np.int64)
-        n, d = coords.shape
+        if packed is not None:
+            # (:meth:`from_keys`: the cells as packed lanes and each axis' largest coordinate)
+            lanes_in, column_top = packed
+            n, d = lanes_in.size, column_top.size
+        else:
+            assert coords is not None
+            coords = np.ascontiguousarray(coords, dtype=np.int64)
+            n, d = coords.shape
+            column_top = pairkernels.column_max(coords) if n else np.zeros(d, np.int64)
         self.n, self.d = n, d
-        extents = [int(x) + 1 for x in pairkernels.column_max(coords)] if n else [1] * d
+        extents = [int(x) + 1 for x in column_top] if n else [1] * d
         axes, sides, _ = plan(d, R, n, n if n_query is None else n_query, extents)
         self.nb = np.array([(extents[k] - 1) // s + 1 for k, s in zip(axes, sides)], dtype=np.int64)
         self.strides = np.array(
@@ -219,17 +235,65 @@ class CellIndex:
         self.top = max(extents)
         self.tabled = min(self.top, _TABLED)  # coordinates below it have their buckets tabled
         bucket = np.arange(self.tabled)[None, :] // self.sides[:, None]
-        # the cells in layout order: each bucket's cells side by side
-        self.start, self.order, self.coords, self.col = pairkernels.bucket_layout(
-            coords, self.axes, self.sides, bucket, self.strides, int(np.prod(self.nb))
-        )
         self.bits = 64 // d
         self._packed: np.ndarray | None = None
+        self._coords: np.ndarray | None = None
+        # the cells in layout order: each bucket's cells side by side; where
+        # every coordinate fits the packed lanes, only the lanes are laid out
+        # (the walks of the sums read them alone) and the coordinates are
+        # unpacked from them if a walk asks (:attr:`coords`)
+        table = (self.axes, self.sides, bucket, self.strides, int(np.prod(self.nb)))
+        if packed is None and not self._fits_lanes():
+            self.start, self.order, self._coords, self.col = pairkernels.bucket_layout(coords, *table)
+        else:
+            if packed is None:
+                lanes_in = pairkernels.packed_lanes(coords, self.bits)
+            assert self._fits_lanes()
+            self.start, self.order, self.col, self._packed = pairkernels.packed_layout(
+                lanes_in, d, self.bits, *table
+            )
         self._per_reach: dict[int, tuple] = {}
 
-    def _walk(self, R: int) -> tuple:
+    @classmethod
+    def from_keys(
+        cls, keys: np.ndarray, strides: np.ndarray, R: int, n_query: int | None = None
+    ) -> CellIndex | None:
+        """The index of the cells of int64 keys ``sum_k c_k strides[k]`` (the
+        grid's strides, the last 1), decoded straight into packed lanes
+        (:func:`.pairkernels.packed_keys`: no coordinate rows, 6-D: 22 MB
+        less of new pages); None when a coordinate could not fit a lane
+        (build it from :func:`decode_keys` then). The same layout as from
+        the decoded rows."""
+        keys = np.ascontiguousarray(keys, dtype=np.int64)
+        strides = np.ascontiguousarray(strides, dtype=np.int64)
+        d = strides.size
+        bits = 64 // d
+        if keys.size == 0 or bits < 4:
+            return None
+        lanes_in, top = _kernels().packed_keys(keys, strides, bits)
+        if int(top.max()) >= 1 << (bits - 2):
+            return None
+        return cls(None, R, n_query, packed=(lanes_in, top))
+
+    def _fits_lanes(self, top: int = 0) -> bool:
+        """Whether every laid-out coordinate (and ``top``) fits a packed lane."""
+        return self.bits >= 4 and max(self.top - 1, top) < 1 << (self.bits - 2)
+
+    @property
+    def coords(self) -> np.ndarray:
+        """The cells' coordinates in layout order (unpacked from the lanes
+        at the first ask, where only those were laid out)."""
+        if self._coords is None:
+            assert self._packed is not None
+            self._coords = _kernels().unpacked_lanes(self._packed, self.d, self.bits)
+        return self._coords
+
+    def _walk(self, R: int, coords: bool = True) -> tuple:
         """The arguments of a walk at reach R: the laid-out cells, packed
-        lanes, the table and the first and last bucket met per coordinate."""
+        lanes, the table and the first and last bucket met per coordinate.
+        ``coords=False``: a walk that reads the lanes alone where there are
+        (the sums' kernels): no coordinates are unpacked for it, an empty
+        array of d columns stands in."""
         held = self._per_reach.get(R)
         if held is None:
             x = np.arange(self.tabled)[None, :]
@@ -242,7 +306,7 @@ class CellIndex:
         assert pk is not None
         low, high = held
         return (
-            self.coords,
+            self.coords if coords or not lanes.size else np.zeros((0, self.d), dtype=np.int64),
             pk,
             int(R),
             lanes,
@@ -260,11 +324,9 @@ class CellIndex:
         """``(H, base, upper, lower)`` of the packed lanes at reach R, or empty
         when coordinates (or ``top``, a query's largest) do not fit them."""
         bits = self.bits
-        if bits < 4:
+        if not self._fits_lanes(max(top, R)):
             return np.zeros(0, dtype=np.uint64)
         h = 1 << (bits - 2)
-        if max(self.top - 1, top, R) >= h:
-            return np.zeros(0, dtype=np.uint64)
         if self._packed is None:
             self._packed = self.pack(self.coords)
         rep = sum(1 << (bits * k) for k in range(self.d))  # 1 in every lane
@@ -275,13 +337,16 @@ class CellIndex:
         """Each row's coordinates in one uint64 (lanes of ``64 // d`` bits)."""
         return _kernels().packed_lanes(np.ascontiguousarray(coords, dtype=np.int64), self.bits)
 
-    def _query(self, query: np.ndarray, R: int) -> tuple[np.ndarray, np.ndarray, tuple]:
-        """Query rows, packed as the walk wants them, and the walk."""
+    def _query(self, query: np.ndarray, R: int, coords: bool = True) -> tuple[np.ndarray, np.ndarray, tuple]:
+        """Query rows, packed as the walk wants them, and the walk
+        (``coords`` as in :meth:`_walk`)."""
         q = np.ascontiguousarray(query, dtype=np.int64).reshape(-1, self.d)
-        walk = self._walk(R)
+        walk = self._walk(R, coords)
         top = int(q.max()) if q.size else 0
         if walk[3].size and (top >= 1 << (self.bits - 2) or (q.size and int(q.min()) < 0)):
-            walk = walk[:1] + (np.zeros(self.n, dtype=np.uint64), walk[2], np.zeros(0, np.uint64)) + walk[4:]
+            # (the queries do not fit the lanes: the walk reads coordinates)
+            sc = self.coords
+            walk = (sc, np.zeros(self.n, dtype=np.uint64), walk[2], np.zeros(0, np.uint64)) + walk[4:]
         qk = self.pack(q) if walk[3].size else np.zeros(q.shape[0], dtype=np.uint64)
         return q, qk, walk
 
@@ -319,7 +384,7 @@ class CellIndex:
         kernels release the GIL); ``weight`` gives w of an offset code."""
         pairkernels = _kernels()
         vals = np.asarray(values, dtype=np.float64)[self.order]
-        sc, pk, R, lanes, *walk = self._walk(R)
+        sc, pk, R, lanes, *walk = self._walk(R, coords=bool(weight.classes.size == 0))
         lin = self._codes_if(sc, R, weight)
 
         def part(p0: int, p1: int) -> np.ndarray:
@@ -347,7 +412,7 @@ class CellIndex:
         if self.n == 0 or len(query) == 0:
             return out
         vals = np.asarray(values, dtype=np.float64)[self.order]
-        q, qk, walk = self._query(query, R)
+        q, qk, walk = self._query(query, R, coords=bool(weight.classes.size == 0))
         sc, pk, R, lanes, *rest = walk
         lin, ql = self._codes_if(sc, R, weight), self._codes_if(q, R, weight)
 
@@ -374,7 +439,7 @@ class CellIndex:
         if self.n == 0 or len(query) == 0:
             return out
         qv = np.ascontiguousarray(values, dtype=np.float64)
-        q, qk, walk = self._query(query, R)
+        q, qk, walk = self._query(query, R, coords=bool(weight.classes.size == 0))
         sc, pk, R, lanes, *rest = walk
         lin, ql = self._codes_if(sc, R, weight), self._codes_if(q, R, weight)
 

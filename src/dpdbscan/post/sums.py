@@ -198,9 +198,12 @@ def _index_of(grid: Grid, keys: np.ndarray, R: int, n_query: int) -> CellIndex:
     for this array, or a new one (then held)."""
     index = _LAST_INDEX.get(keys)
     if index is None:
-        # (int64 keys: decoded by the compiled pass, a float product per axis)
-        coords = grid.decode(keys) if grid.wide else decode_keys(keys, _key_strides(grid))
-        index = CellIndex(coords, R, n_query)
+        # (int64 keys: decoded by the compiled pass, a float product per
+        # axis, straight into packed lanes where the coordinates fit them)
+        index = None if grid.wide else CellIndex.from_keys(keys, _key_strides(grid), R, n_query)
+        if index is None:
+            coords = grid.decode(keys) if grid.wide else decode_keys(keys, _key_strides(grid))
+            index = CellIndex(coords, R, n_query)
         _LAST_INDEX.put(keys, index)
     return index
 
