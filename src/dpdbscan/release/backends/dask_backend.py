@@ -44,7 +44,7 @@ import numpy as np
 
 from ..._optional import require
 from ...cells.grid import Grid
-from ...exceptions import PrivateNoteWarning
+from ...exceptions import private_note
 from ...files.csvfile import GzipText
 from ...files.formats import format_of
 from ...files.layout import Columns, ReadOptions, csv_layout, schema_columns
@@ -1682,7 +1682,7 @@ def _input_counts(tally: np.ndarray) -> BlockCounts:
     kept."""
     t = [int(v) for v in np.asarray(tally)]
     if t[5]:
-        warnings.warn(cut_note(t[6], t[5]), PrivateNoteWarning, stacklevel=4)
+        private_note(cut_note(t[6], t[5]), stacklevel=4)
     d = (len(t) - 12) // 2
     return BlockCounts(
         rows=t[1],
