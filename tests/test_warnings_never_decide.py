@@ -19,7 +19,14 @@ import warnings
 import numpy as np
 import pytest
 
-from dpdbscan import DPDBSCAN, PrivateNoteWarning, Stops, UtilityWarning, fit_lonlat
+from dpdbscan import (
+    DPDBSCAN,
+    InsecureRandomnessWarning,
+    PrivateNoteWarning,
+    Stops,
+    UtilityWarning,
+    fit_lonlat,
+)
 from dpdbscan.exceptions import private_note
 from dpdbscan.ledger import Ledger
 from dpdbscan.params.parameters import validate
@@ -190,3 +197,62 @@ def test_a_note_is_said_from_the_callers_line_under_any_filter():
         assert all(w.filename == __file__ and w.category is PrivateNoteWarning for w in log)
         # the caller's line (the loop's call), not the line in note()
         assert all(linecache.getline(__file__, w.lineno).strip() == "note()" for w in log)
+
+
+# ----------------------------------------------------------------------------
+# numpy's warnings of one record: a coordinate near 1e308 overflowed in the
+# stops' distances and in the lon/lat projection, and numpy warned; where
+# warnings are errors the fit of D' stopped there
+
+
+def huge_row(X, units, t, value, columns=(0,)):
+    """D plus one row of the last unit, half a minute after its last, whose
+    ``columns`` are ``value``."""
+    row = np.array(X[-1], dtype=float)
+    row[list(columns)] = value
+    return np.vstack([X, row]), np.append(units, units[-1]), np.append(t, t[-1] + 30)
+
+
+def numpy_cases():
+    rng = np.random.default_rng(0)
+    X = rng.normal(5, 0.5, (200, 2))
+    X3 = np.column_stack([X, X[:, 0]])
+    units, t = np.arange(200) // 10, T0 + 60.0 * (np.arange(200) % 10)
+    stops = dict(events=Stops(0.3, 120), **PERSON)
+    box3 = dict(bounds=([0.0] * 3, [10.0] * 3))
+
+    def stops_fit(X, units, t, **kw):
+        def fit():
+            est = DPDBSCAN(eps=0.5, min_samples=3, random_state=1, **{"bounds": BOUNDS, **stops, **kw})
+            return est.fit(X, units=units, times=t).spans_
+
+        return fit
+
+    out = {}
+    for value in (1e308, -1e308):
+        out[f"stops, x {value:g}"] = (stops_fit(X, units, t), stops_fit(*huge_row(X, units, t, value)))
+        out[f"fit_lonlat, longitude {value:g}"] = (lonlat(X), lonlat(huge_row(X, units, t, value)[0]))
+    for value, columns in ((1e154, (0, 2)), (1e308, (2,))):
+        out[f"stops in 3-D, columns {columns} {value:g}"] = (
+            stops_fit(X3, units, t, **box3),
+            stops_fit(*huge_row(X3, units, t, value, columns), **box3),
+        )
+    return out
+
+
+@pytest.mark.parametrize("case", list(numpy_cases()))
+def test_a_huge_coordinate_stops_no_release_where_warnings_are_errors(case):
+    """D and D' (one row more near 1e308, beyond every radius and outside
+    the box) release the same with every warning an error but those of
+    public input (seeded noise) and of the release itself (its utility);
+    on the code before, numpy's overflow warning stopped D'."""
+    d, d1 = numpy_cases()[case]
+
+    def strict(fit):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            warnings.simplefilter("ignore", InsecureRandomnessWarning)
+            warnings.simplefilter("ignore", UtilityWarning)  # read from the release, after it
+            return fit().histogram.values.tolist()
+
+    assert strict(d1) == strict(d)
