@@ -197,6 +197,11 @@ def test_a_note_is_said_from_the_callers_line_under_any_filter():
         assert all(w.filename == __file__ and w.category is PrivateNoteWarning for w in log)
         # the caller's line (the loop's call), not the line in note()
         assert all(linecache.getline(__file__, w.lineno).strip() == "note()" for w in log)
+    # a stack less deep than stacklevel: said (as warnings.warn says it then), never an error
+    with warnings.catch_warnings(record=True) as log:
+        warnings.simplefilter("error")
+        private_note("a note", stacklevel=10_000)
+    assert [(str(w.message), w.filename) for w in log] == [("a note", "sys")]
 
 
 # ----------------------------------------------------------------------------

@@ -70,10 +70,14 @@ def private_note(text: str, stacklevel: int = 1) -> None:
     filters would raise is said as a warning instead (shown, or recorded by
     ``catch_warnings(record=True)``), as "always" says it; a filter that
     ignores it still does."""
-    frame = sys._getframe(stacklevel)
-    # where it is said from, not the frame itself (whose locals may hold the data)
-    filename, lineno, g = frame.f_code.co_filename, frame.f_lineno, frame.f_globals
-    del frame
+    try:
+        frame = sys._getframe(stacklevel)
+    except ValueError:  # a stack not that deep: where warnings.warn says it from then
+        filename, lineno, g = "sys", 1, sys.__dict__
+    else:
+        # where it is said from, not the frame itself (whose locals may hold the data)
+        filename, lineno, g = frame.f_code.co_filename, frame.f_lineno, frame.f_globals
+        del frame
 
     def say() -> None:
         warnings.warn_explicit(
