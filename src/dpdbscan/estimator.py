@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .estimatorbase import EstimatorBase
-from .exceptions import PrivacyLeakWarning, PrivateNoteWarning, renamed
+from .exceptions import PrivacyLeakWarning, private_note, renamed
 from .geometry.projection import check_lonlat_names
 from .ledger import Ledger, Reservation, release_cost
 from .model import SpanModel, guarantee
@@ -496,7 +496,7 @@ class DPDBSCAN(EstimatorBase):
             warnings.warn(note, PrivacyLeakWarning, stacklevel=stacklevel - 1)
         outside = _outside_note(pts, backend, names)
         if outside:
-            warnings.warn(outside, PrivateNoteWarning, stacklevel=stacklevel)
+            private_note(outside, stacklevel=stacklevel)
         return self
 
     def forecast(
@@ -663,11 +663,7 @@ def fit_lonlat(
     ragged = [0]
     X = check_array(lonlat, width=2, ragged=ragged, every_row=True)
     if ragged[0]:
-        warnings.warn(
-            f"{ragged[0]:,} row(s) of lonlat of another length than 2 are dropped",
-            PrivateNoteWarning,
-            stacklevel=2,
-        )
+        private_note(f"{ragged[0]:,} row(s) of lonlat of another length than 2 are dropped", stacklevel=2)
     if X.shape[1] != 2:
         raise ValueError(f"lonlat must have 2 columns (longitude, latitude), got {X.shape[1]}")
     km = read_length(eps, geo=True, auto=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import warnings
 from typing import Any
 
@@ -54,7 +55,51 @@ def renamed(old: str, new: str) -> Any:
     return property(get, doc=f"Old name of :attr:`{new}` (FutureWarning).")
 
 
+def private_note(text: str, stacklevel: int = 1) -> None:
+    """Say ``text``, a count of something in the private data, as a
+    :class:`PrivateNoteWarning` (``stacklevel`` as for :func:`warnings.warn`,
+    from the caller), which never raises.
+
+    Such a note (rows of another length dropped, ids of no readable type,
+    rows without a readable time, no unit in the box) is said while the
+    points are prepared or counted. Where the caller's filters turn warnings
+    into errors (``python -W error``, pytest's ``filterwarnings = error``,
+    ``warnings.simplefilter("error")``), raised, it stopped the fit of D plus
+    one odd row where D was released: whether a release is made hinged on
+    one record (docs/privacy.md section 8, round 13). So a note those
+    filters would raise is said as a warning instead (shown, or recorded by
+    ``catch_warnings(record=True)``), as "always" says it; a filter that
+    ignores it still does."""
+    try:
+        frame = sys._getframe(stacklevel)
+    except ValueError:  # a stack not that deep: where warnings.warn says it from then
+        filename, lineno, g = "sys", 1, sys.__dict__
+    else:
+        # where it is said from, not the frame itself (whose locals may hold the data)
+        filename, lineno, g = frame.f_code.co_filename, frame.f_lineno, frame.f_globals
+        del frame
+
+    def say() -> None:
+        warnings.warn_explicit(
+            text,
+            PrivateNoteWarning,
+            filename,
+            lineno,
+            module=g.get("__name__"),
+            registry=g.setdefault("__warningregistry__", {}),
+            module_globals=g,
+        )
+
+    try:
+        say()
+    except PrivateNoteWarning:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", PrivateNoteWarning)
+            say()
+
+
 __all__ = [
+    "private_note",
     "renamed",
     "PrivacyLeakWarning",
     "UtilityWarning",

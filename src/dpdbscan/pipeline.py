@@ -26,7 +26,7 @@ import numpy as np
 
 from .cells.grid import Grid
 from .cells.histogram import NoisyHistogram
-from .exceptions import PrivateNoteWarning, UtilityWarning
+from .exceptions import UtilityWarning, private_note
 from .model.build import model_of
 from .model.coretestwords import QuietRelease
 from .model.describe import length_of, swamped_min_samples
@@ -272,7 +272,7 @@ def fit(
         _warn_merge(fc, float(np.sum(hist.values)), "the release's noisy total", stacklevel + 1)
     note = _delta_note(units, r.release.noise.delta)
     if note:
-        warnings.warn(note, PrivateNoteWarning, stacklevel=stacklevel + 1)
+        private_note(note, stacklevel=stacklevel + 1)
     meta = dict(metadata or {})
     if r.auto is None:
         stage("core test and spans")
@@ -357,12 +357,11 @@ def _no_unit_note(n_units: int) -> None:
     nothing about the data (the release is still made: whether it happens
     never depends on the data)."""
     if n_units == 0:
-        warnings.warn(
+        private_note(
             "no unit has a point to count (0 units with a cell in the box): every candidate for "
             "max_cells_per_unit scores the same, so k was drawn uniformly among them and says nothing "
             "about the data; the release holds noise alone, made all the same (whether a release is "
             "made never depends on the data)",
-            PrivateNoteWarning,
             stacklevel=2,
         )
 
@@ -434,7 +433,7 @@ def events_rows(
         if not note:
             return
         if notes is None:
-            warnings.warn(note, PrivateNoteWarning, stacklevel=4)
+            private_note(note, stacklevel=4)
         else:
             notes(note)
 

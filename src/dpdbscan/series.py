@@ -36,7 +36,6 @@ before a record is read.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -44,7 +43,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from .exceptions import PrivateNoteWarning
+from .exceptions import private_note
 from .files.unitids import read_units
 from .laws import zcdp
 from .ledger import Cost, release_cost
@@ -848,10 +847,9 @@ def _unit_ids(units: Any, n: int) -> Any:
     unreadable = [0]
     ids = read_units(units, unreadable)
     if unreadable[0]:
-        warnings.warn(
+        private_note(
             f"{unreadable[0]:,} unit id(s) of no readable type (not an integer, float, text or "
             "bytes) are read as missing: their rows are dropped",
-            PrivateNoteWarning,
             stacklevel=4,
         )
     if len(ids) != n:

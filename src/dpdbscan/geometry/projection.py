@@ -231,7 +231,12 @@ class Equirectangular:
             np.subtract(P[:, j], origin, out=col)
             if j == 0:
                 _the_short_way(col)
-            np.multiply(col, scale, out=col)
+            # a coordinate near 1e308 becomes inf, which the clean rule drops
+            # alone; numpy's warning of it would be one record's doing (and,
+            # where warnings are errors, would stop the fit: docs/privacy.md
+            # section 8, round 13)
+            with np.errstate(over="ignore"):
+                np.multiply(col, scale, out=col)
         return out
 
     def inverse(self, xy: Vector) -> np.ndarray:

@@ -37,7 +37,6 @@ import numbers
 import os
 import shlex
 import sys
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -46,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from ..cells.grid import MAX_KAPPA, count_neighbours
-from ..exceptions import PrivateNoteWarning
+from ..exceptions import private_note
 from ..files import InputPlan, ReadOptions, check_parquet_columns, open_input, read_columns
 from ..files.formats import LABEL_COLUMN, format_of, is_index_column, looks_like_unit
 from ..files.reader import InputPoints
@@ -180,10 +179,9 @@ def prepare(
             ragged = [0]
             X = check_array(source.data, width=_public_width(source), ragged=ragged, every_row=True)
             if ragged[0]:
-                warnings.warn(
+                private_note(
                     f"{ragged[0]:,} row(s) of X of another length than the others (or than the "
                     "bounds) are dropped",
-                    PrivateNoteWarning,
                     stacklevel=stacklevel + 1,
                 )
             box = _box(source, X.shape[1], X, stacklevel + 1)
@@ -675,10 +673,9 @@ def check_unit_ids(units: Any, X: Any, stacklevel: int | None = None) -> Any:
     unreadable = [0]
     ids = read_units(units, unreadable)
     if unreadable[0] and stacklevel is not None:
-        warnings.warn(
+        private_note(
             f"{unreadable[0]:,} unit id(s) of no readable type (not an integer, float, text or "
             "bytes) are read as missing: their rows are dropped",
-            PrivateNoteWarning,
             stacklevel=stacklevel + 1,
         )
     n = getattr(X, "shape", (None,))[0]

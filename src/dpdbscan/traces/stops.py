@@ -100,7 +100,12 @@ def stop_rows(
     if rows.size == 0:
         return rows
     r2, duration = float(radius) ** 2, float(duration)
-    anchors = stop_anchors_rounds(X, rows, codes, times, r2, duration)
+    with np.errstate(over="ignore", invalid="ignore"):
+        # a coordinate near 1e308 makes a squared distance inf (beyond every
+        # radius, as in the compiled scan, which says nothing); numpy's
+        # warning of it would be one record's doing, and where warnings are
+        # errors it would stop the fit (docs/privacy.md section 8, round 13)
+        anchors = stop_anchors_rounds(X, rows, codes, times, r2, duration)
     if anchors is None:  # runs too long for numpy's rounds: the compiled scan
         # lazy: numba loads only where stops are made (never on a fit without them)
         from .stopscan import stop_anchors, straight_on_flags
@@ -114,7 +119,8 @@ def stop_rows(
             anchors = anchors[~straight_on_flags(Xc, rows, codes, anchors, r2, far2, cos)]
         return np.sort(rows[anchors])
     if straight_on > 0 and anchors.size:
-        anchors = anchors[~straight_on_runs(X, rows, codes, anchors, float(radius), float(straight_on))]
+        with np.errstate(over="ignore", invalid="ignore"):  # as above: inf is beyond every radius
+            anchors = anchors[~straight_on_runs(X, rows, codes, anchors, float(radius), float(straight_on))]
     return np.sort(rows[anchors])
 
 

@@ -44,7 +44,7 @@ import numpy as np
 
 from ..._optional import require
 from ...cells.grid import Grid
-from ...exceptions import PrivateNoteWarning
+from ...exceptions import private_note
 from ...files.csvfile import GzipText
 from ...files.formats import format_of
 from ...files.layout import Columns, ReadOptions, csv_layout, schema_columns
@@ -354,17 +354,48 @@ def unit_kind(dtype: Any, name: str = "units") -> str:
     return kind
 
 
+#: What each of dask's text readers is called in the refusal
+#: (:func:`check_frame_readers`).
+_TEXT_READERS = {"csv": "dask's read_csv (or read_table, read_fwf)", "json": "dask's read_json"}
+
+
+def check_frame_readers(X: Any) -> None:
+    """Refuse a dask DataFrame that one of dask's own text readers reads:
+    ``read_csv``, ``read_table`` and ``read_fwf`` (pandas' parser on each
+    block, its columns typed from the first rows and every later block
+    coerced to those types) and ``read_json`` (pandas' on each file or
+    block, checked against the first's types). One record decides there
+    whether the whole read succeeds: a row of three fields among rows of
+    two, a quote left open, an empty field in a column typed integer, a
+    word in a column typed float, a byte that is not UTF-8 each fail the
+    fit when its block is read, after a ledger has reserved the release, and
+    dask's error quotes the value (docs/privacy.md section 8, round 13).
+    No option of the frame's makes every such record one bad row, so the
+    frame is refused, from its graph alone (public: how it was built, never
+    a value), before anything is read: the files' paths, given to the fit,
+    are read by the backend itself, one record at a time
+    (:mod:`dpdbscan.files.records`)."""
+    kinds = sorted({kind for _, kind in _frame_readers(X) if kind in _TEXT_READERS})
+    if kinds:
+        raise ValueError(
+            f"this dask DataFrame is read by {' and '.join(_TEXT_READERS[k] for k in kinds)}, which "
+            "fails the whole read on one malformed record (a row of another length, a quote left "
+            "open, a value not of the type its first rows gave the column): give the CSV files' "
+            "paths to the fit instead, which reads each record alone and drops a bad one (JSON: "
+            "write the records to Parquet or CSV first)"
+        )
+
+
 def check_frame_units(X: Any, unit: str) -> None:
-    """Refuse a dask DataFrame whose unit column one of dask's own readers
-    types from the values: read from Parquet with pandas' default types, an
-    integer column is declared int64 but is float64 in every partition that
-    holds a null (ids above 2**53 rounded, units merged: one row without an
-    id would merge others), and read from CSV, its type is guessed from the
-    first rows (float64 when a missing id is among them; a missing id later
-    fails the read). Public: the frame's declared types and the readers in
-    its graph, never a value. A frame typed in memory (``dd.from_pandas``),
-    or read with nullable types, passes."""
-    readers = _frame_readers(X)
+    """Refuse a dask DataFrame whose unit column dask's Parquet reader types
+    from the values: read with pandas' default types, an integer column is
+    declared int64 but is float64 in every partition that holds a null (ids
+    above 2**53 rounded, units merged: one row without an id would merge
+    others). Public: the frame's declared types and the readers in its
+    graph, never a value. A frame typed in memory (``dd.from_pandas``),
+    or read with nullable types, passes. (A frame of dask's text readers is
+    refused whatever its columns: :func:`check_frame_readers`.)"""
+    readers = [(node, kind) for node, kind in _frame_readers(X) if kind == "parquet"]
     if not readers:
         return
     declared = [X.dtypes[unit]] if unit in X.columns else []
@@ -372,27 +403,28 @@ def check_frame_units(X: Any, unit: str) -> None:
         meta = getattr(node, "_meta", None)
         if meta is not None and unit in getattr(meta, "columns", ()):
             declared.append(meta.dtypes[unit])  # as read, before any astype of the caller's
-    kinds = "iu" if "parquet" in {r for _, r in readers} else "iuf"
-    if not any(isinstance(t, np.dtype) and t.kind in kinds for t in declared):
+    if not any(isinstance(t, np.dtype) and t.kind in "iu" for t in declared):
         return
-    if any(r == "parquet" for _, r in readers):
-        raise ValueError(
-            f"the unit column {unit!r} was read from Parquet with pandas' default types: an integer "
-            "column is then float64 in each partition that holds a missing id, which rounds ids above "
-            "2**53 and merges units. Read it with dd.read_parquet(..., dtype_backend='numpy_nullable') "
-            "(or give the files' paths to the fit)"
-        )
     raise ValueError(
-        f"the unit column {unit!r} was read by dask's read_csv, which types it from the first rows "
-        f"(float64 where a missing id is among them): read the ids as text, "
-        f"dd.read_csv(..., dtype={{{unit!r}: str}}) (or give the files' paths to the fit)"
+        f"the unit column {unit!r} was read from Parquet with pandas' default types: an integer "
+        "column is then float64 in each partition that holds a missing id, which rounds ids above "
+        "2**53 and merges units. Read it with dd.read_parquet(..., dtype_backend='numpy_nullable') "
+        "(or give the files' paths to the fit)"
     )
+
+
+#: The names of the delayed tasks with which dask's read_json reads a file
+#: or a block (its graph's keys begin with them).
+_JSON_TASKS = ("read_json_file-", "read_json_chunk-")
+#: The layer names of dask's readers in a legacy graph, by kind.
+_LEGACY_LAYERS = (("parquet", ("read-parquet-",)), ("csv", ("read-csv-",)), ("json", _JSON_TASKS))
 
 
 def _frame_readers(X: Any) -> list[tuple[Any, str]]:
     """The nodes of a dask DataFrame's graph that read files with dask's own
-    Parquet or CSV reader, each with ``"parquet"`` or ``"csv"`` (public: how
-    the frame was built)."""
+    Parquet, CSV or JSON reader, each with ``"parquet"``, ``"csv"`` (also
+    ``read_table`` and ``read_fwf``, which are read_csv's) or ``"json"``
+    (public: how the frame was built)."""
     expr = getattr(X, "expr", None)
     walk = getattr(expr, "walk", None)
     if not callable(walk):
@@ -407,6 +439,10 @@ def _frame_readers(X: Any) -> list[tuple[Any, str]]:
             inner = getattr(func, "func", func)
             if getattr(inner, "__name__", "") == "_read_csv":
                 out.append((node, "csv"))
+        elif "DelayedsExpr" in names:
+            keys = [str(getattr(d, "key", "")) for d in getattr(node, "operands", ())]
+            if any(k.startswith(_JSON_TASKS) for k in keys):
+                out.append((node, "json"))
     return out
 
 
@@ -415,7 +451,8 @@ def _legacy_frame_readers(X: Any) -> list[tuple[Any, str]]:
     oldest supported): the input layers of the frame's high-level graph that
     dask's ``read_parquet`` and ``read_csv`` name ``read-parquet-*`` and
     ``read-csv-*``, each with the types as read (its reading function's
-    ``meta``, before any astype of the caller's)."""
+    ``meta``, before any astype of the caller's), and the layers of
+    ``read_json``'s tasks."""
     import types
 
     graph = getattr(X, "__dask_graph__", None)
@@ -425,8 +462,8 @@ def _legacy_frame_readers(X: Any) -> list[tuple[Any, str]]:
     out = []
     for name, layer in layers.items():
         text = str(name)
-        for kind, prefix in (("parquet", "read-parquet-"), ("csv", "read-csv-")):
-            if not text.startswith(prefix):
+        for kind, prefixes in _LEGACY_LAYERS:
+            if not text.startswith(prefixes):
                 continue
             meta = getattr(getattr(layer, "io_func", None), "meta", None)
             out.append((types.SimpleNamespace(_meta=meta), kind))
@@ -1223,6 +1260,7 @@ class DaskBackend:
                 return [part(grid, block, layout, header, first, where) for block, first, where in blocks]
             X = self._read_parquet(paths, grid.d)
         if isinstance(X, dd.DataFrame):
+            check_frame_readers(X)
             cols = coordinate_columns(X.columns, X.dtypes, self.read.columns, grid.d)
             part = dask.delayed(_frame_part)
             return [part(grid, p, cols) for p in X[cols].to_delayed()]
@@ -1262,6 +1300,7 @@ class DaskBackend:
         if isinstance(X, dd.DataFrame):
             unit = _unit_name(units)
             cols = coordinate_columns(X.columns, X.dtypes, self.read.columns, grid.d, unit)
+            check_frame_readers(X)
             check_frame_units(X, unit)
             kind = unit_kind(X.dtypes[unit], unit)
             wanted = [*cols, unit]
@@ -1408,6 +1447,7 @@ class DaskBackend:
         paths = _as_paths(X)
         if paths is None:
             if isinstance(X, dd.DataFrame):
+                check_frame_readers(X)
                 if unit is not None:
                     check_frame_units(X, unit)
                 return [str(c) for c in coordinate_columns(X.columns, X.dtypes, self.read.columns, d, unit)]
@@ -1642,7 +1682,7 @@ def _input_counts(tally: np.ndarray) -> BlockCounts:
     kept."""
     t = [int(v) for v in np.asarray(tally)]
     if t[5]:
-        warnings.warn(cut_note(t[6], t[5]), PrivateNoteWarning, stacklevel=4)
+        private_note(cut_note(t[6], t[5]), stacklevel=4)
     d = (len(t) - 12) // 2
     return BlockCounts(
         rows=t[1],
