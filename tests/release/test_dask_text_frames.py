@@ -87,9 +87,17 @@ def test_one_record_never_decides_whether_a_text_read_frame_is_counted(client, t
     read = getattr(dd, reader)
     kw = {"sep": sep} if reader == "read_table" else {}
     first = outcome(backend, grid, read(str(d), blocksize=4000, **kw))
-    second = outcome(backend, grid, read(str(d1), blocksize=4000, **kw))
-    assert first == second
     assert isinstance(first, str) and "paths" in first and SECRET not in first
+    try:
+        frame = read(str(d1), blocksize=4000, **kw)
+    except Exception:
+        # the oldest supported dask (2024.1) decodes its whole sample while
+        # building the frame, so the odd byte fails the caller's own call,
+        # before any fit: no frame reaches the backend
+        if odd != "a byte that is not UTF-8":
+            raise
+    else:
+        assert outcome(backend, grid, frame) == first
     if reader == "read_csv":
         assert outcome(backend, grid, str(d)) == outcome(backend, grid, str(d1))
 
