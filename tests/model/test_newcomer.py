@@ -150,3 +150,44 @@ def test_an_eps_finer_than_the_release_is_refused_in_the_model_s_lengths(geo):
         ValueError, match=r"^eps=50 m is finer than this release can resolve \(its smallest eps is "
     ):
         explore(model, eps=[0.05, 0.1])
+
+
+def _traces_csv(path):
+    rng = np.random.default_rng(5)
+    rows = ["x,y,cab,time,occupied"]
+    for i in range(200):
+        lon, lat = rng.normal([-122.41, 37.79], 0.002)
+        rows.append(f"{lon:.6f},{lat:.6f},c{i % 20},{1_213_000_000 + 60 * i},{i % 2}")
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    "extra,problems",
+    [
+        # a newcomer's first person-level try: the unit's bound and delta, the
+        # bounds and the columns were four tries, one refusal each
+        (["--unit", "cab"], ["--max-cells-per-unit is required", "--bounds is required", "--geo needs"]),
+        (["--header"], ["--bounds is required", "--geo needs exactly two columns"]),
+        ([], ["--bounds is required", "say whether the first line of this CSV file is a header"]),
+        (
+            ["--unit", "cab", "--columns", "x", "y", "--bounds", "-122.5", "37.7", "-122.3", "37.9"],
+            ["--max-cells-per-unit is required"],
+        ),
+    ],
+)
+def test_what_is_missing_is_said_at_once(extra, problems, monkeypatch, tmp_path, capsys):
+    from dpdbscan.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    source = _traces_csv(tmp_path / "trips.csv")
+    assert main(["fit", str(source), "--geo", "--eps", "200m", "--min-samples", "30", *extra]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1  # one line, as every error
+    assert all(p in err for p in problems), err
+    if len(problems) > 1:
+        assert f"{len(problems)} things to fix before anything is read: (1) " in err
+        assert all(f"({i}) " in err for i in range(1, len(problems) + 1))
+    else:
+        assert "things to fix" not in err
+    assert [p.name for p in tmp_path.iterdir()] == ["trips.csv"]  # nothing written

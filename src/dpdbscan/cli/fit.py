@@ -151,10 +151,6 @@ def check_fit_params(opts: FitOptions, eps: float | str | None = None, *, dry_ru
     # the --unit option's name (public) says what one unit is in the warnings' words
     p = validated(given, cli=True, unit_name=unit if isinstance(unit, str) and not unit.isdigit() else None)
     units = unit is not None
-    if dry_run and units and p["max_cells_per_unit"] is None:
-        check_units({**p, "max_cells_per_unit": 1}, units, cli=True)
-    else:
-        check_units(p, units, cli=True)
     for k in _DBSCAN:
         if k not in given:
             p[k] = None  # check runs without them: no forecast
@@ -173,11 +169,7 @@ def check_fit_params(opts: FitOptions, eps: float | str | None = None, *, dry_ru
         local_formats_only(opts.input, opts.read)
     if opts.scheduler and opts.backend != "dask":
         raise ValueError("--scheduler needs --backend dask")
-    if opts.bounds_text is None and not opts.bounds_from_data:
-        raise ValueError(
-            "--bounds is required: give public bounds of the data domain (not computed from the "
-            "data), or pass --bounds-from-data to accept a release with no privacy guarantee"
-        )
+    _check_all_at_once(opts, p, units, dry_run)
     if opts.bounds_text is not None and opts.bounds_from_data:
         raise ValueError("give either --bounds or --bounds-from-data, not both")
     _check_scale_early(opts, p)
@@ -185,6 +177,39 @@ def check_fit_params(opts: FitOptions, eps: float | str | None = None, *, dry_ru
         # a database's schema and metadata are read now, before a ledger reserves anything
         check_layout_early(opts.source(), eta=grid_eta(p["eta"]))
     return p
+
+
+def _check_all_at_once(opts: FitOptions, p: dict, units: bool, dry_run: bool) -> None:
+    """The privacy unit's options and the bounds, and where either is
+    missing the file's layout too (its declared header or schema, no record
+    read): every one of these refusals in one message, so that a newcomer
+    fixes them in one go rather than one per try. Only an input refused
+    already pays for the look at its layout."""
+    problems = []
+    try:
+        if dry_run and units and p["max_cells_per_unit"] is None:
+            check_units({**p, "max_cells_per_unit": 1}, units, cli=True)
+        else:
+            check_units(p, units, cli=True)
+    except ValueError as e:
+        problems.append(str(e))
+    if opts.bounds_text is None and not opts.bounds_from_data:
+        problems.append(
+            "--bounds is required: give public bounds of the data domain (not computed from the "
+            "data), or pass --bounds-from-data to accept a release with no privacy guarantee"
+        )
+    if not problems:
+        return
+    if opts.backend != "dask":
+        try:
+            opts.check_input(grid_eta(p["eta"]))
+        except ValueError as e:
+            problems.append(str(e))
+    if len(problems) == 1:
+        raise ValueError(problems[0])
+    # one line, as every error of the command line
+    listed = "; ".join(f"({i}) {text}" for i, text in enumerate(problems, 1))
+    raise ValueError(f"{len(problems)} things to fix before anything is read: {listed}")
 
 
 def _check_scale_early(opts: FitOptions, p: dict) -> None:
