@@ -354,9 +354,21 @@ def unit_kind(dtype: Any, name: str = "units") -> str:
     return kind
 
 
-#: What each of dask's text readers is called in the refusal
-#: (:func:`check_frame_readers`).
-_TEXT_READERS = {"csv": "dask's read_csv (or read_table, read_fwf)", "json": "dask's read_json"}
+#: What each of dask's readers that type a column from its first values is
+#: called in the refusal (:func:`check_frame_readers`), and the way to read
+#: the data instead.
+_TEXT_READERS = {
+    "csv": (
+        "dask's read_csv (or read_table, read_fwf)",
+        "give the CSV files' paths to the fit instead, which reads each record alone and drops a bad one",
+    ),
+    "json": ("dask's read_json", "write the records to Parquet or CSV first"),
+    "sql": (
+        "dask's read_sql_table (or read_sql_query, read_sql)",
+        "give an SQLite file's path to the fit of the numpy backend, which reads each value by its "
+        "column's declared type and drops a bad row, or write the table to Parquet first",
+    ),
+}
 
 
 def check_frame_readers(X: Any) -> None:
@@ -374,15 +386,21 @@ def check_frame_readers(X: Any) -> None:
     frame is refused, from its graph alone (public: how it was built, never
     a value), before anything is read: the files' paths, given to the fit,
     are read by the backend itself, one record at a time
-    (:mod:`dpdbscan.files.records`)."""
+    (:mod:`dpdbscan.files.records`).
+
+    ``read_sql_table`` (and ``read_sql_query``, ``read_sql``) the same: it
+    types the columns from the first rows (``head_rows``) and casts each
+    partition's ``pandas.read_sql`` to those types, so one value of another
+    type (SQLite keeps a word in a ``REAL`` column as text), or a NULL in a
+    column the first rows made integer, fails the whole read, its value
+    quoted (round 14)."""
     kinds = sorted({kind for _, kind in _frame_readers(X) if kind in _TEXT_READERS})
     if kinds:
         raise ValueError(
-            f"this dask DataFrame is read by {' and '.join(_TEXT_READERS[k] for k in kinds)}, which "
+            f"this dask DataFrame is read by {' and '.join(_TEXT_READERS[k][0] for k in kinds)}, which "
             "fails the whole read on one malformed record (a row of another length, a quote left "
-            "open, a value not of the type its first rows gave the column): give the CSV files' "
-            "paths to the fit instead, which reads each record alone and drops a bad one (JSON: "
-            "write the records to Parquet or CSV first)"
+            "open, a value not of the type its first rows gave the column): "
+            + "; ".join(_TEXT_READERS[k][1] for k in kinds)
         )
 
 
@@ -414,16 +432,24 @@ def check_frame_units(X: Any, unit: str) -> None:
 
 
 #: The names of the delayed tasks with which dask's read_json reads a file
-#: or a block (its graph's keys begin with them).
+#: or a block, and read_sql_table, read_sql_query and read_sql a partition
+#: (its graph's keys begin with them).
 _JSON_TASKS = ("read_json_file-", "read_json_chunk-")
+_SQL_TASKS = ("_read_sql_chunk-",)
 #: The layer names of dask's readers in a legacy graph, by kind.
-_LEGACY_LAYERS = (("parquet", ("read-parquet-",)), ("csv", ("read-csv-",)), ("json", _JSON_TASKS))
+_LEGACY_LAYERS = (
+    ("parquet", ("read-parquet-",)),
+    ("csv", ("read-csv-",)),
+    ("json", _JSON_TASKS),
+    ("sql", _SQL_TASKS),
+)
 
 
 def _frame_readers(X: Any) -> list[tuple[Any, str]]:
     """The nodes of a dask DataFrame's graph that read files with dask's own
-    Parquet, CSV or JSON reader, each with ``"parquet"``, ``"csv"`` (also
-    ``read_table`` and ``read_fwf``, which are read_csv's) or ``"json"``
+    Parquet, CSV, JSON or SQL reader, each with ``"parquet"``, ``"csv"``
+    (also ``read_table`` and ``read_fwf``, which are read_csv's), ``"json"``
+    or ``"sql"`` (``read_sql_table``, ``read_sql_query``, ``read_sql``)
     (public: how the frame was built)."""
     expr = getattr(X, "expr", None)
     walk = getattr(expr, "walk", None)
@@ -443,6 +469,8 @@ def _frame_readers(X: Any) -> list[tuple[Any, str]]:
             keys = [str(getattr(d, "key", "")) for d in getattr(node, "operands", ())]
             if any(k.startswith(_JSON_TASKS) for k in keys):
                 out.append((node, "json"))
+            if any(k.startswith(_SQL_TASKS) for k in keys):
+                out.append((node, "sql"))
     return out
 
 
@@ -452,7 +480,7 @@ def _legacy_frame_readers(X: Any) -> list[tuple[Any, str]]:
     dask's ``read_parquet`` and ``read_csv`` name ``read-parquet-*`` and
     ``read-csv-*``, each with the types as read (its reading function's
     ``meta``, before any astype of the caller's), and the layers of
-    ``read_json``'s tasks."""
+    ``read_json``'s and ``read_sql``'s tasks."""
     import types
 
     graph = getattr(X, "__dask_graph__", None)
