@@ -363,6 +363,7 @@ _TEXT_READERS = {
         "give the CSV files' paths to the fit instead, which reads each record alone and drops a bad one",
     ),
     "json": ("dask's read_json", "write the records to Parquet or CSV first"),
+    "bag": ("a dask Bag's to_dataframe", "write the records to Parquet or CSV first"),
     "sql": (
         "dask's read_sql_table (or read_sql_query, read_sql)",
         "give an SQLite file's path to the fit of the numpy backend, which reads each value by its "
@@ -393,7 +394,9 @@ def check_frame_readers(X: Any) -> None:
     partition's ``pandas.read_sql`` to those types, so one value of another
     type (SQLite keeps a word in a ``REAL`` column as text), or a NULL in a
     column the first rows made integer, fails the whole read, its value
-    quoted (round 14)."""
+    quoted (round 14). A Bag's ``to_dataframe`` too: it types the columns
+    from the first record (or the caller's ``meta``) and casts each
+    partition's records to those types."""
     kinds = sorted({kind for _, kind in _frame_readers(X) if kind in _TEXT_READERS})
     if kinds:
         raise ValueError(
@@ -436,12 +439,16 @@ def check_frame_units(X: Any, unit: str) -> None:
 #: (its graph's keys begin with them).
 _JSON_TASKS = ("read_json_file-", "read_json_chunk-")
 _SQL_TASKS = ("_read_sql_chunk-",)
+#: The name of the tasks with which a dask Bag's to_dataframe makes each
+#: partition (a legacy graph's layer and the expressions' output keys).
+_BAG_TASKS = ("to_dataframe-",)
 #: The layer names of dask's readers in a legacy graph, by kind.
 _LEGACY_LAYERS = (
     ("parquet", ("read-parquet-",)),
     ("csv", ("read-csv-",)),
     ("json", _JSON_TASKS),
     ("sql", _SQL_TASKS),
+    ("bag", _BAG_TASKS),
 )
 
 
@@ -449,8 +456,9 @@ def _frame_readers(X: Any) -> list[tuple[Any, str]]:
     """The nodes of a dask DataFrame's graph that read files with dask's own
     Parquet, CSV, JSON or SQL reader, each with ``"parquet"``, ``"csv"``
     (also ``read_table`` and ``read_fwf``, which are read_csv's), ``"json"``
-    or ``"sql"`` (``read_sql_table``, ``read_sql_query``, ``read_sql``)
-    (public: how the frame was built)."""
+    or ``"sql"`` (``read_sql_table``, ``read_sql_query``, ``read_sql``),
+    and a Bag's ``to_dataframe`` as ``"bag"`` (public: how the frame was
+    built)."""
     expr = getattr(X, "expr", None)
     walk = getattr(expr, "walk", None)
     if not callable(walk):
@@ -471,6 +479,10 @@ def _frame_readers(X: Any) -> list[tuple[Any, str]]:
                 out.append((node, "json"))
             if any(k.startswith(_SQL_TASKS) for k in keys):
                 out.append((node, "sql"))
+        elif "FromGraph" in names:
+            keys = _operand(node, "keys") or ()
+            if any(str(k[0] if isinstance(k, tuple) else k).startswith(_BAG_TASKS) for k in keys):
+                out.append((node, "bag"))
     return out
 
 
