@@ -49,6 +49,7 @@ from .laws import zcdp
 from .ledger import Cost, release_cost
 from .model.predict import predict_spans
 from .model.record import SpanModel
+from .params.validation import check_array
 from .pipeline import fit as fit_release
 from .plan.resolve import resolve
 from .release import periodtable
@@ -526,8 +527,8 @@ def fit_series(
             return window.period_table(model.grid, X, units, SpanOf(model), bound, key)
 
     else:
-        X, units, period = _in_horizon(X, units, times, plan.periods, data.time_unit)
-        n_no_period = len(np.asarray(data.X)) - X.shape[0]
+        X, units, period, n_read = _in_horizon(X, units, times, plan.periods, data.time_unit, width=lower)
+        n_no_period = n_read - X.shape[0]
         model = fit_release(
             X,
             lower,
@@ -633,7 +634,9 @@ def start_series(
             plan=plan.record(unit_name),
         )
     spans_p = data.spans_params(plan, stacklevel + 1)
-    X, units, period = _in_horizon(data.X, data.units, data.times, plan.periods, data.time_unit)
+    X, units, period, n_read = _in_horizon(
+        data.X, data.units, data.times, plan.periods, data.time_unit, width=data.lower
+    )
     first = period < plan.places
     model = fit_release(
         X[first],
@@ -651,7 +654,7 @@ def start_series(
     made = _released(model, table, plan, unit_name, {"released_periods": upto, "series_id": series_id})
     for r in reservations:
         r.written([])
-    return replace(made, n_no_period=len(np.asarray(data.X)) - X.shape[0])
+    return replace(made, n_no_period=n_read - X.shape[0])
 
 
 def append_periods(
@@ -707,8 +710,7 @@ def append_periods(
             unit_column=None if rec.get("unit") == "the privacy unit" else rec.get("unit"),
             series_id=sid,
         )
-    n_read = len(np.asarray(X))
-    X, units, period = _in_horizon(X, units, times, plan.periods)
+    X, units, period, n_read = _in_horizon(X, units, times, plan.periods, width=model.grid.d)
     n_no_period = n_read - X.shape[0]
     new = (period >= first) & (period < upto)
     X, units, period = X[new], _take(units, new), period[new]
@@ -826,19 +828,41 @@ def _choose_pairs(
 
 
 def _in_horizon(
-    X: Any, units: Any, times: Any, periods: Periods, time_unit: str = "s"
-) -> tuple[np.ndarray, Any, np.ndarray]:
-    """The rows (points, units) whose time is in a period, and their period.
-    The units are read id by id (:func:`dpdbscan.files.unitids.read_units`,
-    as the estimator reads them): a list is never typed together by numpy,
-    where one id of 0.5 would make ids near 2**60 floats and merge them."""
-    X = np.asarray(X, dtype=np.float64)
+    X: Any, units: Any, times: Any, periods: Periods, time_unit: str = "s", *, width: Any
+) -> tuple[np.ndarray, Any, np.ndarray, int]:
+    """The rows (points, units) whose time is in a period, their period, and
+    the number of rows read. The units are read id by id
+    (:func:`dpdbscan.files.unitids.read_units`, as the estimator reads
+    them): a list is never typed together by numpy, where one id of 0.5
+    would make ids near 2**60 floats and merge them. The points are read row
+    by row as the estimator reads them (:func:`_series_rows`)."""
+    X = _series_rows(X, width)
     units = _unit_ids(units, X.shape[0])
     period = PeriodOf(periods, time_unit)(times)
     if period.size != X.shape[0]:
         raise ValueError(f"times has {period.size} values for {X.shape[0]} rows: give one time per row")
     inside = period >= 0
-    return X[inside], _take(units, inside), period[inside]
+    return X[inside], _take(units, inside), period[inside], X.shape[0]
+
+
+def _series_rows(X: Any, width: Any) -> np.ndarray:
+    """The points as the estimator's door reads them
+    (:func:`dpdbscan.params.validation.check_array` with the public width:
+    the box's number of columns, or the model's ``d``): a row of another
+    length, or a cell that is not a real number (a word, a list), is a row of
+    NaN that the clean rule drops alone, counted in a private note. Before
+    (round 14) ``np.asarray(X, dtype=float64)`` refused the whole list or
+    frame over one such row, after a ledger had reserved the series, and
+    numpy's message quoted the word."""
+    n = width if isinstance(width, int) else int(np.size(width))
+    ragged = [0]
+    rows = check_array(X, width=n if n > 1 else None, ragged=ragged, every_row=True)
+    if ragged[0]:
+        private_note(
+            f"{ragged[0]:,} row(s) of X of another length than the others (or than the bounds) are dropped",
+            stacklevel=4,
+        )
+    return rows
 
 
 def _unit_ids(units: Any, n: int) -> Any:

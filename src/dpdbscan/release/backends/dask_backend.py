@@ -480,8 +480,8 @@ def _frame_readers(X: Any) -> list[tuple[Any, str]]:
             if any(k.startswith(_SQL_TASKS) for k in keys):
                 out.append((node, "sql"))
         elif "FromGraph" in names:
-            keys = _operand(node, "keys") or ()
-            if any(str(k[0] if isinstance(k, tuple) else k).startswith(_BAG_TASKS) for k in keys):
+            outputs = _operand(node, "keys") or ()
+            if any(str(k[0] if isinstance(k, tuple) else k).startswith(_BAG_TASKS) for k in outputs):
                 out.append((node, "bag"))
     return out
 
