@@ -354,6 +354,14 @@ def unit_kind(dtype: Any, name: str = "units") -> str:
     return kind
 
 
+#: How the backend's own read of Parquet paths takes folder names: as no
+#: column, as the in-memory reader (``pyarrow.dataset.dataset``) does. dask
+#: reads ``name=value`` folders (hive partitions) as a column by default,
+#: its type inferred from every folder's value: one more unit's folder
+#: ``cab=1`` beside ``cab=01`` made two equal integers and failed the whole
+#: read, event level too (round 14).
+_NO_PARTITIONS = {"partitioning": None}
+
 #: What each of dask's readers that type a column from its first values is
 #: called in the refusal (:func:`check_frame_readers`), and the way to read
 #: the data instead.
@@ -1463,6 +1471,7 @@ class DaskBackend:
             columns=cols,
             storage_options=self.storage_options,
             arrow_to_pandas={"types_mapper": exact_integers},
+            dataset=_NO_PARTITIONS,
         )
 
     def check_files(
@@ -1530,7 +1539,7 @@ class DaskBackend:
     def _parquet_schema(self, paths):
         import dask.dataframe as dd
 
-        return dd.read_parquet(paths, storage_options=self.storage_options)
+        return dd.read_parquet(paths, storage_options=self.storage_options, dataset=_NO_PARTITIONS)
 
     def _csv_plan(self, paths, d, unit=None):
         """``(names, layout, declared header or None, files, blocks)`` of CSV
