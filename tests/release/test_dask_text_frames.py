@@ -278,3 +278,66 @@ def test_a_frame_of_a_bags_records_is_refused_whatever_a_later_record(client):
     assert isinstance(got[0], str) and "Bag" in got[0] and SECRET not in got[0]
     kept = db.from_sequence(records, npartitions=4).to_dataframe().persist()
     assert isinstance(outcome(backend, grid, kept), str) == (getattr(kept, "expr", None) is None)
+
+
+def test_an_array_or_unit_column_made_from_a_text_read_frame_is_refused(client, tmp_path):
+    """``frame.to_dask_array()``, ``frame.values`` and a unit Series of a
+    frame ``dd.read_csv`` reads run the reader inside the fit as the frame
+    does: on the code before, D was released and D' (one word in a later
+    block) failed, dask's message quoting the word (round 14). Now each is
+    refused from its graph, before a ledger reserves, and quotes nothing."""
+    import dask.array as da
+
+    from dpdbscan.ledger import Ledger
+
+    X = points()
+    units = np.arange(len(X)) % 40
+    paths = []
+    for name, odd in (("d", None), ("d1", f"50,50,{SECRET}")):
+        lines = [f"{a},{b},{u}" for (a, b), u in zip(X, units)]
+        if odd is not None:
+            lines[-10] = odd
+        path = tmp_path / f"{name}.csv"
+        path.write_text("x,y,unit\n" + "\n".join(lines) + "\n")
+        paths.append(str(path))
+    ledger = Ledger.create(tmp_path / "people.ledger", "devices", 5.0, 1e-5, unit="unit")
+
+    def fit(X):
+        est = DPDBSCAN(
+            eps=2.0, min_samples=20, bounds=BOUNDS, random_state=1, backend=DaskBackend(client=client)
+        )
+        try:
+            est.fit(X)
+        except ValueError as exc:
+            return str(exc)
+        return "released"
+
+    for how in ("to_dask_array", "values", "units"):
+        got = []
+        for path in paths:
+            frame = dd.read_csv(path, blocksize=4000)
+            if how == "units":
+                points_ = da.from_array(X.astype(float), chunks=1000)
+                est = DPDBSCAN(
+                    eps=2.0,
+                    min_samples=20,
+                    bounds=BOUNDS,
+                    random_state=1,
+                    delta=1e-6,
+                    max_cells_per_unit=4,
+                    ledger=ledger,
+                    backend=DaskBackend(client=client),
+                )
+                try:
+                    est.fit(points_, units=frame["unit"])
+                    got.append("released")
+                except ValueError as exc:
+                    got.append(str(exc))
+            else:
+                arr = (
+                    frame[["x", "y"]].to_dask_array() if how == "to_dask_array" else frame[["x", "y"]].values
+                )
+                got.append(fit(arr))
+        assert got[0] == got[1], how
+        assert "read_csv" in got[0] and SECRET not in got[0]
+    assert len(ledger.account().releases) == 0

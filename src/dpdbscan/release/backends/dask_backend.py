@@ -404,11 +404,22 @@ def check_frame_readers(X: Any) -> None:
     column the first rows made integer, fails the whole read, its value
     quoted (round 14). A Bag's ``to_dataframe`` too: it types the columns
     from the first record (or the caller's ``meta``) and casts each
-    partition's records to those types."""
-    kinds = sorted({kind for _, kind in _frame_readers(X) if kind in _TEXT_READERS})
+    partition's records to those types.
+
+    A dask array (or a unit array) made from such a frame
+    (``frame.to_dask_array()``, ``frame.values``) runs the same reader inside
+    the fit: its graph's tasks are searched for the readers' functions
+    (:func:`_graph_readers`; round 14)."""
+    import dask.dataframe as dd
+
+    found = {kind for _, kind in _frame_readers(X)} if isinstance(X, dd.DataFrame) else _graph_readers(X)
+    kinds = sorted(found & set(_TEXT_READERS))
     if kinds:
+        what = (
+            "DataFrame" if isinstance(X, dd.DataFrame) else "Series" if isinstance(X, dd.Series) else "array"
+        )
         raise ValueError(
-            f"this dask DataFrame is read by {' and '.join(_TEXT_READERS[k][0] for k in kinds)}, which "
+            f"this dask {what} is read by {' and '.join(_TEXT_READERS[k][0] for k in kinds)}, which "
             "fails the whole read on one malformed record (a row of another length, a quote left "
             "open, a value not of the type its first rows gave the column): "
             + "; ".join(_TEXT_READERS[k][1] for k in kinds)
@@ -492,6 +503,50 @@ def _frame_readers(X: Any) -> list[tuple[Any, str]]:
             if any(str(k[0] if isinstance(k, tuple) else k).startswith(_BAG_TASKS) for k in outputs):
                 out.append((node, "bag"))
     return out
+
+
+#: The functions with which dask's text and SQL readers and a Bag's
+#: to_dataframe read a partition, by kind (:func:`_graph_readers`).
+_READER_FUNCTIONS: dict[tuple[Any, Any], str] = {
+    ("dask.dataframe.io.csv", "_read_csv"): "csv",
+    ("dask.dataframe.io.json", "read_json_file"): "json",
+    ("dask.dataframe.io.json", "read_json_chunk"): "json",
+    ("dask.dataframe.io.sql", "_read_sql_chunk"): "sql",
+    ("dask.bag.core", "to_dataframe"): "bag",
+}
+
+
+def _graph_readers(X: Any) -> set[str]:
+    """The kinds of :data:`_READER_FUNCTIONS` among the tasks of a dask
+    collection's graph (an array made from a frame: its tasks run the
+    frame's reader), and of the layers a legacy graph names
+    (:func:`_legacy_frame_readers`). Public: how the collection was built."""
+    graph = getattr(X, "__dask_graph__", None)
+    if not callable(graph):
+        return set()
+    found = {kind for _, kind in _legacy_frame_readers(X)}
+    pending = list(dict(graph()).values())
+    seen = 0
+    while pending and seen < 1_000_000:
+        task = pending.pop()
+        seen += 1
+        if isinstance(task, tuple) and task and callable(task[0]):
+            func, args = task[0], list(task[1:])
+        else:
+            func, args = getattr(task, "func", None), list(getattr(task, "args", ()) or ())
+        inner = getattr(func, "func", func)  # a functools.partial's function
+        for f in (func, inner):
+            kind = _READER_FUNCTIONS.get((getattr(f, "__module__", None), getattr(f, "__name__", None)))
+            if kind is not None:
+                found.add(kind)
+        for a in args:
+            if isinstance(a, Mapping):  # a fused subgraph
+                pending.extend(a.values())
+            elif hasattr(a, "func"):  # a task among the arguments
+                pending.append(a)
+            elif isinstance(a, (tuple, list)) and len(a) <= 256:  # a legacy task, or tasks
+                pending.extend([a] if a and callable(a[0]) else a)
+    return found
 
 
 def _legacy_frame_readers(X: Any) -> list[tuple[Any, str]]:
@@ -1313,6 +1368,7 @@ class DaskBackend:
             part = dask.delayed(_frame_part)
             return [part(grid, p, cols) for p in X[cols].to_delayed()]
         if isinstance(X, da.Array):
+            check_frame_readers(X)
             blocks = _row_blocks(grid, X)
             return [dask.delayed(_array_part)(grid, b) for b in blocks.to_delayed().ravel().tolist()]
         raise _unsupported(X)
@@ -1371,6 +1427,9 @@ class DaskBackend:
                 raise ValueError(
                     f"units={units!r} names a column, but X is a dask array: pass one id per row"
                 )
+            check_frame_readers(X)
+            if isinstance(units, da.Array):
+                check_frame_readers(units)
             blocks = _row_blocks(grid, X)
             u = units if isinstance(units, da.Array) else da.from_array(np.asarray(units), chunks=-1)
             if u.ndim != 1 or u.shape[0] != X.shape[0]:
@@ -1485,16 +1544,22 @@ class DaskBackend:
         the options, the first file's declared header line, which a gzip
         file cut part-way may not hold whole). Called when the points are
         prepared, before a ledger charges the release
-        (:func:`dpdbscan.prepare.prepare`). Other inputs pass.
+        (:func:`dpdbscan.prepare.prepare`). A dask array or Series (of
+        points, or of units) made from a frame of dask's text or SQL readers
+        is refused as that frame is (:func:`check_frame_readers`). Other
+        inputs pass.
 
         Returns the coordinate columns the count will read, as the in-memory
         reader names them: by the declared header or the Parquet schema
         (public), or a header-less CSV file's 0-based field numbers; a dask
         DataFrame's by its columns; None for other inputs."""
+        import dask.array as da
         import dask.dataframe as dd
 
         paths = _as_paths(X)
         if paths is None:
+            if isinstance(X, (da.Array, dd.Series)):
+                check_frame_readers(X)  # an array of points or a unit column: its readers
             if isinstance(X, dd.DataFrame):
                 check_frame_readers(X)
                 if unit is not None:
