@@ -36,7 +36,8 @@ before a record is read.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Protocol
@@ -633,28 +634,43 @@ def start_series(
             unit_column=unit_name,
             plan=plan.record(unit_name),
         )
-    spans_p = data.spans_params(plan, stacklevel + 1)
-    X, units, period, n_read = _in_horizon(
-        data.X, data.units, data.times, plan.periods, data.time_unit, width=data.lower
-    )
-    first = period < plan.places
-    model = fit_release(
-        X[first],
-        data.lower,
-        data.upper,
-        spans_p,
-        backend=NumpyBackend(),
-        units=_take(units, first),
-        metadata={**(metadata or {}), "series": plan.record(unit_name)},
-        stacklevel=stacklevel + 1,
-    )
-    plan = plan.calibrated(model.n_spans)
-    assert plan.k is not None and plan.sigma2 is not None
-    table = _columns(model, X, units, period, 0, upto, plan, _table_seed(data.p.get("random_state")))
-    made = _released(model, table, plan, unit_name, {"released_periods": upto, "series_id": series_id})
+    with _failed_unless_written(reservations):
+        spans_p = data.spans_params(plan, stacklevel + 1)
+        X, units, period, n_read = _in_horizon(
+            data.X, data.units, data.times, plan.periods, data.time_unit, width=data.lower
+        )
+        first = period < plan.places
+        model = fit_release(
+            X[first],
+            data.lower,
+            data.upper,
+            spans_p,
+            backend=NumpyBackend(),
+            units=_take(units, first),
+            metadata={**(metadata or {}), "series": plan.record(unit_name)},
+            stacklevel=stacklevel + 1,
+        )
+        plan = plan.calibrated(model.n_spans)
+        assert plan.k is not None and plan.sigma2 is not None
+        table = _columns(model, X, units, period, 0, upto, plan, _table_seed(data.p.get("random_state")))
+        made = _released(model, table, plan, unit_name, {"released_periods": upto, "series_id": series_id})
     for r in reservations:
         r.written([])
     return replace(made, n_no_period=n_read - X.shape[0])
+
+
+@contextmanager
+def _failed_unless_written(reservations: list[Reservation]) -> Iterator[None]:
+    """Mark the ledger rows reserved for a series ``failed`` when the work
+    after reserving raises (they stay counted: the data may have been
+    read), as the command line and the estimator mark theirs; before, they
+    stayed ``reserved``, which ``ledger show`` reads as never finished."""
+    try:
+        yield
+    except BaseException:
+        for r in reservations:
+            r.failed()
+        raise
 
 
 def append_periods(
@@ -710,23 +726,24 @@ def append_periods(
             unit_column=None if rec.get("unit") == "the privacy unit" else rec.get("unit"),
             series_id=sid,
         )
-    X, units, period, n_read = _in_horizon(X, units, times, plan.periods, width=model.grid.d)
-    n_no_period = n_read - X.shape[0]
-    new = (period >= first) & (period < upto)
-    X, units, period = X[new], _take(units, new), period[new]
-    seed = random_state
-    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-        seed = int(np.random.SeedSequence([int(seed), 0x5E41E5, first]).generate_state(1, np.uint64)[0])
-    cols = _columns(model, X, units, period, first, upto, plan, seed)
-    old = np.asarray(rec["table"]["noisy_mass"], dtype=np.int64).reshape(model.n_spans, first)
-    unit_name = None if rec.get("unit") == "the privacy unit" else rec.get("unit")
-    made = _released(
-        model,
-        np.concatenate([old, cols], axis=1),
-        plan,
-        unit_name,
-        {"released_periods": upto, "series_id": sid},
-    )
+    with _failed_unless_written(reservations):
+        X, units, period, n_read = _in_horizon(X, units, times, plan.periods, width=model.grid.d)
+        n_no_period = n_read - X.shape[0]
+        new = (period >= first) & (period < upto)
+        X, units, period = X[new], _take(units, new), period[new]
+        seed = random_state
+        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+            seed = int(np.random.SeedSequence([int(seed), 0x5E41E5, first]).generate_state(1, np.uint64)[0])
+        cols = _columns(model, X, units, period, first, upto, plan, seed)
+        old = np.asarray(rec["table"]["noisy_mass"], dtype=np.int64).reshape(model.n_spans, first)
+        unit_name = None if rec.get("unit") == "the privacy unit" else rec.get("unit")
+        made = _released(
+            model,
+            np.concatenate([old, cols], axis=1),
+            plan,
+            unit_name,
+            {"released_periods": upto, "series_id": sid},
+        )
     for r in reservations:
         r.written([])
     return replace(made, n_no_period=n_no_period)

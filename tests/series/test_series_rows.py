@@ -97,3 +97,26 @@ def test_one_odd_row_never_stops_a_series(how, odd, form, tmp_path):
     want = release(how, xy, ids, t, tmp_path / "d")
     assert want[0] >= 1
     assert release(how, xy1, ids1, t1, tmp_path / "d1") == want
+
+
+def test_a_series_that_fails_after_reserving_marks_its_rows_failed(tmp_path):
+    """The rows reserved for a series stay counted and say ``failed`` when
+    the work after reserving raises (here: times of another length than
+    the rows), as the command line marks its own; before, they stayed
+    ``reserved``, which ``ledger show`` reads as never finished."""
+    p = validate(dict(epsilon=8.0, delta=1e-5, eps=0.5, min_samples=10, max_cells_per_unit=4, random_state=3))
+    ledger = Ledger.create(tmp_path / "budget.ledger", "cabs", 20.0, 1e-4, unit="cab")
+    plan = plan_series(p, LOWER, UPPER, PERIODS, places=1)
+    xy, ids, t = rows()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # seeded research noise
+        with pytest.raises(ValueError, match="times has"):
+            start_series(
+                SeriesInput(xy, LOWER, UPPER, p, ids, t[:-1]), plan, through="2024-03-05", ledger=ledger
+            )
+        assert {r.status for r in ledger.account().releases} == {"failed"}
+        s = start_series(SeriesInput(xy, LOWER, UPPER, p, ids, t), plan, through="2024-03-05", ledger=ledger)
+        with pytest.raises(ValueError, match="times has"):
+            append_periods(s.model, xy, ids, t[:-1], ledger=ledger, random_state=5)
+    statuses = [r.status for r in ledger.account().releases]
+    assert statuses[-1] == "failed" and statuses.count("written") >= 2
