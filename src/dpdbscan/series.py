@@ -36,7 +36,8 @@ before a record is read.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Protocol
@@ -49,6 +50,7 @@ from .laws import zcdp
 from .ledger import Cost, release_cost
 from .model.predict import predict_spans
 from .model.record import SpanModel
+from .params.validation import check_array
 from .pipeline import fit as fit_release
 from .plan.resolve import resolve
 from .release import periodtable
@@ -526,8 +528,8 @@ def fit_series(
             return window.period_table(model.grid, X, units, SpanOf(model), bound, key)
 
     else:
-        X, units, period = _in_horizon(X, units, times, plan.periods, data.time_unit)
-        n_no_period = len(np.asarray(data.X)) - X.shape[0]
+        X, units, period, n_read = _in_horizon(X, units, times, plan.periods, data.time_unit, width=lower)
+        n_no_period = n_read - X.shape[0]
         model = fit_release(
             X,
             lower,
@@ -632,26 +634,43 @@ def start_series(
             unit_column=unit_name,
             plan=plan.record(unit_name),
         )
-    spans_p = data.spans_params(plan, stacklevel + 1)
-    X, units, period = _in_horizon(data.X, data.units, data.times, plan.periods, data.time_unit)
-    first = period < plan.places
-    model = fit_release(
-        X[first],
-        data.lower,
-        data.upper,
-        spans_p,
-        backend=NumpyBackend(),
-        units=_take(units, first),
-        metadata={**(metadata or {}), "series": plan.record(unit_name)},
-        stacklevel=stacklevel + 1,
-    )
-    plan = plan.calibrated(model.n_spans)
-    assert plan.k is not None and plan.sigma2 is not None
-    table = _columns(model, X, units, period, 0, upto, plan, _table_seed(data.p.get("random_state")))
-    made = _released(model, table, plan, unit_name, {"released_periods": upto, "series_id": series_id})
+    with _failed_unless_written(reservations):
+        spans_p = data.spans_params(plan, stacklevel + 1)
+        X, units, period, n_read = _in_horizon(
+            data.X, data.units, data.times, plan.periods, data.time_unit, width=data.lower
+        )
+        first = period < plan.places
+        model = fit_release(
+            X[first],
+            data.lower,
+            data.upper,
+            spans_p,
+            backend=NumpyBackend(),
+            units=_take(units, first),
+            metadata={**(metadata or {}), "series": plan.record(unit_name)},
+            stacklevel=stacklevel + 1,
+        )
+        plan = plan.calibrated(model.n_spans)
+        assert plan.k is not None and plan.sigma2 is not None
+        table = _columns(model, X, units, period, 0, upto, plan, _table_seed(data.p.get("random_state")))
+        made = _released(model, table, plan, unit_name, {"released_periods": upto, "series_id": series_id})
     for r in reservations:
         r.written([])
-    return replace(made, n_no_period=len(np.asarray(data.X)) - X.shape[0])
+    return replace(made, n_no_period=n_read - X.shape[0])
+
+
+@contextmanager
+def _failed_unless_written(reservations: list[Reservation]) -> Iterator[None]:
+    """Mark the ledger rows reserved for a series ``failed`` when the work
+    after reserving raises (they stay counted: the data may have been
+    read), as the command line and the estimator mark theirs; before, they
+    stayed ``reserved``, which ``ledger show`` reads as never finished."""
+    try:
+        yield
+    except BaseException:
+        for r in reservations:
+            r.failed()
+        raise
 
 
 def append_periods(
@@ -707,24 +726,24 @@ def append_periods(
             unit_column=None if rec.get("unit") == "the privacy unit" else rec.get("unit"),
             series_id=sid,
         )
-    n_read = len(np.asarray(X))
-    X, units, period = _in_horizon(X, units, times, plan.periods)
-    n_no_period = n_read - X.shape[0]
-    new = (period >= first) & (period < upto)
-    X, units, period = X[new], _take(units, new), period[new]
-    seed = random_state
-    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-        seed = int(np.random.SeedSequence([int(seed), 0x5E41E5, first]).generate_state(1, np.uint64)[0])
-    cols = _columns(model, X, units, period, first, upto, plan, seed)
-    old = np.asarray(rec["table"]["noisy_mass"], dtype=np.int64).reshape(model.n_spans, first)
-    unit_name = None if rec.get("unit") == "the privacy unit" else rec.get("unit")
-    made = _released(
-        model,
-        np.concatenate([old, cols], axis=1),
-        plan,
-        unit_name,
-        {"released_periods": upto, "series_id": sid},
-    )
+    with _failed_unless_written(reservations):
+        X, units, period, n_read = _in_horizon(X, units, times, plan.periods, width=model.grid.d)
+        n_no_period = n_read - X.shape[0]
+        new = (period >= first) & (period < upto)
+        X, units, period = X[new], _take(units, new), period[new]
+        seed = random_state
+        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+            seed = int(np.random.SeedSequence([int(seed), 0x5E41E5, first]).generate_state(1, np.uint64)[0])
+        cols = _columns(model, X, units, period, first, upto, plan, seed)
+        old = np.asarray(rec["table"]["noisy_mass"], dtype=np.int64).reshape(model.n_spans, first)
+        unit_name = None if rec.get("unit") == "the privacy unit" else rec.get("unit")
+        made = _released(
+            model,
+            np.concatenate([old, cols], axis=1),
+            plan,
+            unit_name,
+            {"released_periods": upto, "series_id": sid},
+        )
     for r in reservations:
         r.written([])
     return replace(made, n_no_period=n_no_period)
@@ -826,19 +845,41 @@ def _choose_pairs(
 
 
 def _in_horizon(
-    X: Any, units: Any, times: Any, periods: Periods, time_unit: str = "s"
-) -> tuple[np.ndarray, Any, np.ndarray]:
-    """The rows (points, units) whose time is in a period, and their period.
-    The units are read id by id (:func:`dpdbscan.files.unitids.read_units`,
-    as the estimator reads them): a list is never typed together by numpy,
-    where one id of 0.5 would make ids near 2**60 floats and merge them."""
-    X = np.asarray(X, dtype=np.float64)
+    X: Any, units: Any, times: Any, periods: Periods, time_unit: str = "s", *, width: Any
+) -> tuple[np.ndarray, Any, np.ndarray, int]:
+    """The rows (points, units) whose time is in a period, their period, and
+    the number of rows read. The units are read id by id
+    (:func:`dpdbscan.files.unitids.read_units`, as the estimator reads
+    them): a list is never typed together by numpy, where one id of 0.5
+    would make ids near 2**60 floats and merge them. The points are read row
+    by row as the estimator reads them (:func:`_series_rows`)."""
+    X = _series_rows(X, width)
     units = _unit_ids(units, X.shape[0])
     period = PeriodOf(periods, time_unit)(times)
     if period.size != X.shape[0]:
         raise ValueError(f"times has {period.size} values for {X.shape[0]} rows: give one time per row")
     inside = period >= 0
-    return X[inside], _take(units, inside), period[inside]
+    return X[inside], _take(units, inside), period[inside], X.shape[0]
+
+
+def _series_rows(X: Any, width: Any) -> np.ndarray:
+    """The points as the estimator's door reads them
+    (:func:`dpdbscan.params.validation.check_array` with the public width:
+    the box's number of columns, or the model's ``d``): a row of another
+    length, or a cell that is not a real number (a word, a list), is a row of
+    NaN that the clean rule drops alone, counted in a private note. Before
+    (round 14) ``np.asarray(X, dtype=float64)`` refused the whole list or
+    frame over one such row, after a ledger had reserved the series, and
+    numpy's message quoted the word."""
+    n = width if isinstance(width, int) else int(np.size(width))
+    ragged = [0]
+    rows = check_array(X, width=n if n > 1 else None, ragged=ragged, every_row=True)
+    if ragged[0]:
+        private_note(
+            f"{ragged[0]:,} row(s) of X of another length than the others (or than the bounds) are dropped",
+            stacklevel=4,
+        )
+    return rows
 
 
 def _unit_ids(units: Any, n: int) -> Any:

@@ -640,3 +640,41 @@ def test_the_estimator_refuses_such_a_frame_before_a_ledger_charges(client, data
     assert len(led.account().releases) == 0
     est.fit(dd.read_parquet(str(folder), dtype_backend="numpy_nullable"), units="unit")
     assert len(led.account().releases) == 1
+
+
+def test_a_folder_named_as_a_partition_never_decides_whether_parquet_paths_are_read(client, grid, tmp_path):
+    """The backend's own read of Parquet paths takes no column from folder
+    names, as the in-memory reader takes none. dask reads ``cab=VALUE``
+    folders (hive partitions) as a column by default, typed from every
+    folder's value, so one more cab's folder ``cab=1`` beside ``cab=01``
+    made two equal integers and failed the whole read, at event level too
+    (round 14: D counted, D' not). Now D' counts D and its rows; a unit
+    column that only folder names hold is refused from the schema, for D
+    and D' alike, with the message in-memory reading gives."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def write(root, cabs):
+        for c in cabs:
+            (root / f"cab={c}").mkdir(parents=True)
+            xy = np.random.default_rng([ord(ch) for ch in c]).uniform(1, 9, (50, 2))  # each cab its own rows
+            pq.write_table(pa.table({"x": xy[:, 0], "y": xy[:, 1]}), root / f"cab={c}" / "part-0.parquet")
+        return root
+
+    cabs = [f"{i:02d}" for i in range(1, 21)]
+    d = write(tmp_path / "d", cabs)
+    d1 = write(tmp_path / "d1", cabs)
+    write(d1, ["1"])
+    backend = DaskBackend(client=client, columns=["x", "y"])
+    counts = {}
+    for name, path in (("d", d), ("d1", d1)):
+        got = backend.count(grid, str(path))
+        counts[name] = dict(zip(got.keys.tolist(), got.counts.tolist()))
+    assert sum(counts["d1"].values()) == sum(counts["d"].values()) + 50
+    assert all(counts["d1"].get(k, 0) >= v for k, v in counts["d"].items())
+    refusals = []
+    for path in (d, d1):
+        with pytest.raises(ValueError, match="no column 'cab'") as info:
+            backend.count_units(grid, str(path), "cab", BOUND, BoundingKey.draw(SeededSource(1)))
+        refusals.append(str(info.value).replace(str(d1), str(d)))
+    assert refusals[0] == refusals[1]

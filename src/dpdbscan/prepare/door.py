@@ -264,8 +264,13 @@ def _distributed(source: Source, eta: float, backend: Any, stacklevel: int = 2) 
     check_columns(d, eta=eta, geo=source.geo, need_2d=source.need_2d, names=source.columns)
     box = _box(source, d, None)
     given = unit if unit is not None else source.units
-    units = None if given is None else check_unit_ids(given, source.data, stacklevel + 1)
     check_files = getattr(backend, "check_files", None)
+    if callable(check_files) and not isinstance(given, str) and hasattr(given, "__dask_graph__"):
+        # a unit column the backend reads lazily (a dask Series or array):
+        # refused from how it was built (public) before read_units computes
+        # it, where one record of a text reader's would fail the read
+        check_files(given, 1)
+    units = None if given is None else check_unit_ids(given, source.data, stacklevel + 1)
     read_names = None
     if callable(check_files):
         # the files' schemas (public) refused here, before a ledger charges the release

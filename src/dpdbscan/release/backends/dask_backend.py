@@ -354,9 +354,30 @@ def unit_kind(dtype: Any, name: str = "units") -> str:
     return kind
 
 
-#: What each of dask's text readers is called in the refusal
-#: (:func:`check_frame_readers`).
-_TEXT_READERS = {"csv": "dask's read_csv (or read_table, read_fwf)", "json": "dask's read_json"}
+#: How the backend's own read of Parquet paths takes folder names: as no
+#: column, as the in-memory reader (``pyarrow.dataset.dataset``) does. dask
+#: reads ``name=value`` folders (hive partitions) as a column by default,
+#: its type inferred from every folder's value: one more unit's folder
+#: ``cab=1`` beside ``cab=01`` made two equal integers and failed the whole
+#: read, event level too (round 14).
+_NO_PARTITIONS = {"partitioning": None}
+
+#: What each of dask's readers that type a column from its first values is
+#: called in the refusal (:func:`check_frame_readers`), and the way to read
+#: the data instead.
+_TEXT_READERS = {
+    "csv": (
+        "dask's read_csv (or read_table, read_fwf)",
+        "give the CSV files' paths to the fit instead, which reads each record alone and drops a bad one",
+    ),
+    "json": ("dask's read_json", "write the records to Parquet or CSV first"),
+    "bag": ("a dask Bag's to_dataframe", "write the records to Parquet or CSV first"),
+    "sql": (
+        "dask's read_sql_table (or read_sql_query, read_sql)",
+        "give an SQLite file's path to the fit of the numpy backend, which reads each value by its "
+        "column's declared type and drops a bad row, or write the table to Parquet first",
+    ),
+}
 
 
 def check_frame_readers(X: Any) -> None:
@@ -374,15 +395,34 @@ def check_frame_readers(X: Any) -> None:
     frame is refused, from its graph alone (public: how it was built, never
     a value), before anything is read: the files' paths, given to the fit,
     are read by the backend itself, one record at a time
-    (:mod:`dpdbscan.files.records`)."""
-    kinds = sorted({kind for _, kind in _frame_readers(X) if kind in _TEXT_READERS})
+    (:mod:`dpdbscan.files.records`).
+
+    ``read_sql_table`` (and ``read_sql_query``, ``read_sql``) the same: it
+    types the columns from the first rows (``head_rows``) and casts each
+    partition's ``pandas.read_sql`` to those types, so one value of another
+    type (SQLite keeps a word in a ``REAL`` column as text), or a NULL in a
+    column the first rows made integer, fails the whole read, its value
+    quoted (round 14). A Bag's ``to_dataframe`` too: it types the columns
+    from the first record (or the caller's ``meta``) and casts each
+    partition's records to those types.
+
+    A dask array (or a unit array) made from such a frame
+    (``frame.to_dask_array()``, ``frame.values``) runs the same reader inside
+    the fit: its graph's tasks are searched for the readers' functions
+    (:func:`_graph_readers`; round 14)."""
+    import dask.dataframe as dd
+
+    found = {kind for _, kind in _frame_readers(X)} if isinstance(X, dd.DataFrame) else _graph_readers(X)
+    kinds = sorted(found & set(_TEXT_READERS))
     if kinds:
+        what = (
+            "DataFrame" if isinstance(X, dd.DataFrame) else "Series" if isinstance(X, dd.Series) else "array"
+        )
         raise ValueError(
-            f"this dask DataFrame is read by {' and '.join(_TEXT_READERS[k] for k in kinds)}, which "
+            f"this dask {what} is read by {' and '.join(_TEXT_READERS[k][0] for k in kinds)}, which "
             "fails the whole read on one malformed record (a row of another length, a quote left "
-            "open, a value not of the type its first rows gave the column): give the CSV files' "
-            "paths to the fit instead, which reads each record alone and drops a bad one (JSON: "
-            "write the records to Parquet or CSV first)"
+            "open, a value not of the type its first rows gave the column): "
+            + "; ".join(_TEXT_READERS[k][1] for k in kinds)
         )
 
 
@@ -414,17 +454,30 @@ def check_frame_units(X: Any, unit: str) -> None:
 
 
 #: The names of the delayed tasks with which dask's read_json reads a file
-#: or a block (its graph's keys begin with them).
+#: or a block, and read_sql_table, read_sql_query and read_sql a partition
+#: (its graph's keys begin with them).
 _JSON_TASKS = ("read_json_file-", "read_json_chunk-")
+_SQL_TASKS = ("_read_sql_chunk-",)
+#: The name of the tasks with which a dask Bag's to_dataframe makes each
+#: partition (a legacy graph's layer and the expressions' output keys).
+_BAG_TASKS = ("to_dataframe-",)
 #: The layer names of dask's readers in a legacy graph, by kind.
-_LEGACY_LAYERS = (("parquet", ("read-parquet-",)), ("csv", ("read-csv-",)), ("json", _JSON_TASKS))
+_LEGACY_LAYERS = (
+    ("parquet", ("read-parquet-",)),
+    ("csv", ("read-csv-",)),
+    ("json", _JSON_TASKS),
+    ("sql", _SQL_TASKS),
+    ("bag", _BAG_TASKS),
+)
 
 
 def _frame_readers(X: Any) -> list[tuple[Any, str]]:
     """The nodes of a dask DataFrame's graph that read files with dask's own
-    Parquet, CSV or JSON reader, each with ``"parquet"``, ``"csv"`` (also
-    ``read_table`` and ``read_fwf``, which are read_csv's) or ``"json"``
-    (public: how the frame was built)."""
+    Parquet, CSV, JSON or SQL reader, each with ``"parquet"``, ``"csv"``
+    (also ``read_table`` and ``read_fwf``, which are read_csv's), ``"json"``
+    or ``"sql"`` (``read_sql_table``, ``read_sql_query``, ``read_sql``),
+    and a Bag's ``to_dataframe`` as ``"bag"`` (public: how the frame was
+    built)."""
     expr = getattr(X, "expr", None)
     walk = getattr(expr, "walk", None)
     if not callable(walk):
@@ -443,7 +496,57 @@ def _frame_readers(X: Any) -> list[tuple[Any, str]]:
             keys = [str(getattr(d, "key", "")) for d in getattr(node, "operands", ())]
             if any(k.startswith(_JSON_TASKS) for k in keys):
                 out.append((node, "json"))
+            if any(k.startswith(_SQL_TASKS) for k in keys):
+                out.append((node, "sql"))
+        elif "FromGraph" in names:
+            outputs = _operand(node, "keys") or ()
+            if any(str(k[0] if isinstance(k, tuple) else k).startswith(_BAG_TASKS) for k in outputs):
+                out.append((node, "bag"))
     return out
+
+
+#: The functions with which dask's text and SQL readers and a Bag's
+#: to_dataframe read a partition, by kind (:func:`_graph_readers`).
+_READER_FUNCTIONS: dict[tuple[Any, Any], str] = {
+    ("dask.dataframe.io.csv", "_read_csv"): "csv",
+    ("dask.dataframe.io.json", "read_json_file"): "json",
+    ("dask.dataframe.io.json", "read_json_chunk"): "json",
+    ("dask.dataframe.io.sql", "_read_sql_chunk"): "sql",
+    ("dask.bag.core", "to_dataframe"): "bag",
+}
+
+
+def _graph_readers(X: Any) -> set[str]:
+    """The kinds of :data:`_READER_FUNCTIONS` among the tasks of a dask
+    collection's graph (an array made from a frame: its tasks run the
+    frame's reader), and of the layers a legacy graph names
+    (:func:`_legacy_frame_readers`). Public: how the collection was built."""
+    graph = getattr(X, "__dask_graph__", None)
+    if not callable(graph):
+        return set()
+    found = {kind for _, kind in _legacy_frame_readers(X)}
+    pending = list(dict(graph()).values())
+    seen = 0
+    while pending and seen < 1_000_000:
+        task = pending.pop()
+        seen += 1
+        if isinstance(task, tuple) and task and callable(task[0]):
+            func, args = task[0], list(task[1:])
+        else:
+            func, args = getattr(task, "func", None), list(getattr(task, "args", ()) or ())
+        inner = getattr(func, "func", func)  # a functools.partial's function
+        for f in (func, inner):
+            kind = _READER_FUNCTIONS.get((getattr(f, "__module__", None), getattr(f, "__name__", None)))
+            if kind is not None:
+                found.add(kind)
+        for a in args:
+            if isinstance(a, Mapping):  # a fused subgraph
+                pending.extend(a.values())
+            elif hasattr(a, "func"):  # a task among the arguments
+                pending.append(a)
+            elif isinstance(a, (tuple, list)) and len(a) <= 256:  # a legacy task, or tasks
+                pending.extend([a] if a and callable(a[0]) else a)
+    return found
 
 
 def _legacy_frame_readers(X: Any) -> list[tuple[Any, str]]:
@@ -452,7 +555,7 @@ def _legacy_frame_readers(X: Any) -> list[tuple[Any, str]]:
     dask's ``read_parquet`` and ``read_csv`` name ``read-parquet-*`` and
     ``read-csv-*``, each with the types as read (its reading function's
     ``meta``, before any astype of the caller's), and the layers of
-    ``read_json``'s tasks."""
+    ``read_json``'s and ``read_sql``'s tasks."""
     import types
 
     graph = getattr(X, "__dask_graph__", None)
@@ -1265,6 +1368,7 @@ class DaskBackend:
             part = dask.delayed(_frame_part)
             return [part(grid, p, cols) for p in X[cols].to_delayed()]
         if isinstance(X, da.Array):
+            check_frame_readers(X)
             blocks = _row_blocks(grid, X)
             return [dask.delayed(_array_part)(grid, b) for b in blocks.to_delayed().ravel().tolist()]
         raise _unsupported(X)
@@ -1323,6 +1427,9 @@ class DaskBackend:
                 raise ValueError(
                     f"units={units!r} names a column, but X is a dask array: pass one id per row"
                 )
+            check_frame_readers(X)
+            if isinstance(units, da.Array):
+                check_frame_readers(units)
             blocks = _row_blocks(grid, X)
             u = units if isinstance(units, da.Array) else da.from_array(np.asarray(units), chunks=-1)
             if u.ndim != 1 or u.shape[0] != X.shape[0]:
@@ -1423,6 +1530,7 @@ class DaskBackend:
             columns=cols,
             storage_options=self.storage_options,
             arrow_to_pandas={"types_mapper": exact_integers},
+            dataset=_NO_PARTITIONS,
         )
 
     def check_files(
@@ -1436,16 +1544,22 @@ class DaskBackend:
         the options, the first file's declared header line, which a gzip
         file cut part-way may not hold whole). Called when the points are
         prepared, before a ledger charges the release
-        (:func:`dpdbscan.prepare.prepare`). Other inputs pass.
+        (:func:`dpdbscan.prepare.prepare`). A dask array or Series (of
+        points, or of units) made from a frame of dask's text or SQL readers
+        is refused as that frame is (:func:`check_frame_readers`). Other
+        inputs pass.
 
         Returns the coordinate columns the count will read, as the in-memory
         reader names them: by the declared header or the Parquet schema
         (public), or a header-less CSV file's 0-based field numbers; a dask
         DataFrame's by its columns; None for other inputs."""
+        import dask.array as da
         import dask.dataframe as dd
 
         paths = _as_paths(X)
         if paths is None:
+            if isinstance(X, (da.Array, dd.Series)):
+                check_frame_readers(X)  # an array of points or a unit column: its readers
             if isinstance(X, dd.DataFrame):
                 check_frame_readers(X)
                 if unit is not None:
@@ -1490,7 +1604,7 @@ class DaskBackend:
     def _parquet_schema(self, paths):
         import dask.dataframe as dd
 
-        return dd.read_parquet(paths, storage_options=self.storage_options)
+        return dd.read_parquet(paths, storage_options=self.storage_options, dataset=_NO_PARTITIONS)
 
     def _csv_plan(self, paths, d, unit=None):
         """``(names, layout, declared header or None, files, blocks)`` of CSV
