@@ -329,3 +329,41 @@ def test_runs_too_long_for_rounds_go_to_the_kernel(monkeypatch):
     monkeypatch.setattr(stoprounds, "MAX_WORK", 2 * X.shape[0] - 1)
     assert stoprounds.stop_anchors_rounds(X, rows, c, t, 0.01, 300.0) is None
     assert np.array_equal(stop_rows(X, c, t, 0.1, 300.0), np.sort(rows[want]))
+
+
+@pytest.mark.parametrize("layout", ["grouped", "reversed", "mixed"])
+@pytest.mark.parametrize("codes_type", [np.int64, np.int32])
+def test_the_kernel_reads_a_file_in_its_own_order_as_through_the_rows(monkeypatch, layout, codes_type):
+    """A file that reads in trace order as it lies, or backwards (full Cabs,
+    newest first), is scanned by the compiled kernel with no array of its
+    rows (``step`` 1 or -1): the same stops, with and without the straight-on
+    rule, as the definition and as the kernel reading the rows of the same
+    file shuffled."""
+    from dpdbscan.traces import stoprounds
+    from dpdbscan.traces.order import trace_steps
+
+    rng = np.random.default_rng(11)
+    X, c, t = traces(rng, 5, 400, 20.0)
+    if layout == "reversed":
+        X, c, t = X[::-1], c[::-1], t[::-1]
+    elif layout == "mixed":  # some units newest first: an order of rows (step 0)
+        p = np.concatenate([np.flatnonzero(c == u)[:: 1 if u % 2 else -1] for u in range(5)])
+        X, c, t = X[p], c[p], t[p]
+    c = c.astype(codes_type)
+    step = trace_steps(X, c, t)
+    if layout == "mixed":
+        assert isinstance(step, np.ndarray) and step.size == c.size
+    else:
+        assert step == {"grouped": 1, "reversed": -1}[layout]
+    want = reference_stops(X, c, t, 0.1, 300.0)
+    perm = rng.permutation(c.size)
+    via_rounds = [perm[stop_rows(X[perm], c[perm], t[perm], 0.1, 300.0, deg)] for deg in (0.0, 30.0)]
+    monkeypatch.setattr(stoprounds, "MAX_WORK", 2 * c.size - 1)  # the kernel, at once
+    got = stop_rows(X, c, t, 0.1, 300.0)
+    assert want.size > 5 and np.array_equal(got, want)
+    shuffled = perm[stop_rows(X[perm], c[perm], t[perm], 0.1, 300.0)]  # through the rows (step 0)
+    assert np.array_equal(np.sort(shuffled), want) and np.array_equal(np.sort(via_rounds[0]), want)
+    straight = stop_rows(X, c, t, 0.1, 300.0, 30.0)
+    assert 0 < straight.size < want.size
+    assert np.array_equal(straight, np.sort(perm[stop_rows(X[perm], c[perm], t[perm], 0.1, 300.0, 30.0)]))
+    assert np.array_equal(straight, np.sort(via_rounds[1]))
