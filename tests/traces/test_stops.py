@@ -367,3 +367,34 @@ def test_the_kernel_reads_a_file_in_its_own_order_as_through_the_rows(monkeypatc
     assert 0 < straight.size < want.size
     assert np.array_equal(straight, np.sort(perm[stop_rows(X[perm], c[perm], t[perm], 0.1, 300.0, 30.0)]))
     assert np.array_equal(straight, np.sort(via_rounds[1]))
+
+
+def test_stops_of_a_file_in_trace_order_allocate_no_index_of_its_rows(monkeypatch):
+    """On a file that reads in trace order backwards (full Cabs: newest
+    first, 11M fixes) with int32 unit codes (a Parquet dictionary's), the
+    compiled scan's stops allocate about 9 bytes a row: the kernel's output
+    (8, of which only the stops' entries are ever touched) and which rows
+    are usable (1); no int64 copy of the codes, no array of the rows'
+    indices (8 each) and no full-length booleans of the grouped check. The
+    code before took 25. Fresh memory is what a fit's system time pays for
+    on large files (benchmarks.bench_places)."""
+    import tracemalloc
+
+    from dpdbscan.traces import stoprounds
+
+    monkeypatch.setattr(stoprounds, "MAX_WORK", 1000)  # the kernel, without its 1M rows
+    n = 400_000
+    rng = np.random.default_rng(0)
+    c = np.repeat(np.arange(100), n // 100).astype(np.int32)[::-1]
+    t = np.tile(np.arange(n // 100, dtype=np.float64) * 60.0, 100)[::-1].copy()
+    X = np.cumsum(rng.normal(0, 0.05, (n, 2)) * (rng.random((n, 1)) < 0.3), axis=0)
+    want = stop_rows(X, c, t, 0.1, 300.0)  # numba loaded, the kernel compiled
+    tracemalloc.start()
+    try:
+        got = stop_rows(X, c, t, 0.1, 300.0)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert np.array_equal(got, want) and got.size > 100
+    assert np.array_equal(got, reference_stops(X, c.astype(np.int64), t, 0.1, 300.0))
+    assert peak < 10.5 * n, peak / n
