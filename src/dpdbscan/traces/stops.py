@@ -66,7 +66,7 @@ time (huge pages zeroed on first touch). So the unit codes stay the
 Parquet dictionary's int32, a file that reads in trace order as it lies or
 backwards (:func:`dpdbscan.traces.order.trace_steps`) is scanned with no
 index of its rows, and the check that it does passes over blocks: on full
-Cabs (11M fixes, newest first) 0.86 GB peak instead of 1.12 GB, the same
+Cabs (11M fixes, newest first) 0.83 GB peak instead of 1.11 GB, the same
 stops.
 """
 
