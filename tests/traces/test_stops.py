@@ -329,3 +329,72 @@ def test_runs_too_long_for_rounds_go_to_the_kernel(monkeypatch):
     monkeypatch.setattr(stoprounds, "MAX_WORK", 2 * X.shape[0] - 1)
     assert stoprounds.stop_anchors_rounds(X, rows, c, t, 0.01, 300.0) is None
     assert np.array_equal(stop_rows(X, c, t, 0.1, 300.0), np.sort(rows[want]))
+
+
+@pytest.mark.parametrize("layout", ["grouped", "reversed", "mixed"])
+@pytest.mark.parametrize("codes_type", [np.int64, np.int32])
+def test_the_kernel_reads_a_file_in_its_own_order_as_through_the_rows(monkeypatch, layout, codes_type):
+    """A file that reads in trace order as it lies, or backwards (full Cabs,
+    newest first), is scanned by the compiled kernel with no array of its
+    rows (``step`` 1 or -1): the same stops, with and without the straight-on
+    rule, as the definition and as the kernel reading the rows of the same
+    file shuffled."""
+    from dpdbscan.traces import stoprounds
+    from dpdbscan.traces.order import trace_steps
+
+    rng = np.random.default_rng(11)
+    X, c, t = traces(rng, 5, 400, 20.0)
+    if layout == "reversed":
+        X, c, t = X[::-1], c[::-1], t[::-1]
+    elif layout == "mixed":  # some units newest first: an order of rows (step 0)
+        p = np.concatenate([np.flatnonzero(c == u)[:: 1 if u % 2 else -1] for u in range(5)])
+        X, c, t = X[p], c[p], t[p]
+    c = c.astype(codes_type)
+    step = trace_steps(X, c, t)
+    if layout == "mixed":
+        assert isinstance(step, np.ndarray) and step.size == c.size
+    else:
+        assert step == {"grouped": 1, "reversed": -1}[layout]
+    want = reference_stops(X, c, t, 0.1, 300.0)
+    perm = rng.permutation(c.size)
+    via_rounds = [perm[stop_rows(X[perm], c[perm], t[perm], 0.1, 300.0, deg)] for deg in (0.0, 30.0)]
+    monkeypatch.setattr(stoprounds, "MAX_WORK", 2 * c.size - 1)  # the kernel, at once
+    got = stop_rows(X, c, t, 0.1, 300.0)
+    assert want.size > 5 and np.array_equal(got, want)
+    shuffled = perm[stop_rows(X[perm], c[perm], t[perm], 0.1, 300.0)]  # through the rows (step 0)
+    assert np.array_equal(np.sort(shuffled), want) and np.array_equal(np.sort(via_rounds[0]), want)
+    straight = stop_rows(X, c, t, 0.1, 300.0, 30.0)
+    assert 0 < straight.size < want.size
+    assert np.array_equal(straight, np.sort(perm[stop_rows(X[perm], c[perm], t[perm], 0.1, 300.0, 30.0)]))
+    assert np.array_equal(straight, np.sort(via_rounds[1]))
+
+
+def test_stops_of_a_file_in_trace_order_allocate_no_index_of_its_rows(monkeypatch):
+    """On a file that reads in trace order backwards (full Cabs: newest
+    first, 11M fixes) with int32 unit codes (a Parquet dictionary's), the
+    compiled scan's stops allocate about 9 bytes a row: the kernel's output
+    (8, of which only the stops' entries are ever touched) and which rows
+    are usable (1); no int64 copy of the codes, no array of the rows'
+    indices (8 each) and no full-length booleans of the grouped check. The
+    code before took 25. Fresh memory is what a fit's system time pays for
+    on large files (benchmarks.bench_places)."""
+    import tracemalloc
+
+    from dpdbscan.traces import stoprounds
+
+    monkeypatch.setattr(stoprounds, "MAX_WORK", 1000)  # the kernel, without its 1M rows
+    n = 400_000
+    rng = np.random.default_rng(0)
+    c = np.repeat(np.arange(100), n // 100).astype(np.int32)[::-1]
+    t = np.tile(np.arange(n // 100, dtype=np.float64) * 60.0, 100)[::-1].copy()
+    X = np.cumsum(rng.normal(0, 0.05, (n, 2)) * (rng.random((n, 1)) < 0.3), axis=0)
+    want = stop_rows(X, c, t, 0.1, 300.0)  # numba loaded, the kernel compiled
+    tracemalloc.start()
+    try:
+        got = stop_rows(X, c, t, 0.1, 300.0)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert np.array_equal(got, want) and got.size > 100
+    assert np.array_equal(got, reference_stops(X, c.astype(np.int64), t, 0.1, 300.0))
+    assert peak < 10.5 * n, peak / n

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpdbscan.files.reader import pa_chunks
 from dpdbscan.release.bounding import factorize
@@ -160,3 +162,62 @@ def test_a_file_of_one_block_is_parsed_without_a_pool_and_reads_as_in_many(tmp_p
     assert one.n_unparseable == many.n_unparseable == 1
     assert one.units.to_pylist() == many.units.to_pylist()
     assert one.companions[0].to_pylist() == many.companions[0].to_pylist()
+
+
+def _grouped_by_definition(c, t):
+    """Whether each unit's rows are one block, each block's times strictly
+    monotone: 1 (none backwards), -1 (every block of more than one row
+    backwards), else each block's rows in increasing time; None if not."""
+    n = c.size
+    if n < 2:
+        return None
+    starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
+    ends = np.r_[starts[1:], n]
+    if len(set(c[starts].tolist())) != starts.size:
+        return None
+    backwards = []
+    for s, e in zip(starts, ends):
+        d = np.diff(t[s:e])
+        if not ((d > 0).all() or (d < 0).all()):
+            return None
+        backwards.append(e - s > 1 and bool(d[0] < 0))
+    if not any(backwards):
+        return 1
+    if all(b for b, s, e in zip(backwards, starts, ends) if e - s > 1):
+        return -1
+    blocks = [np.arange(s, e)[::-1] if b else np.arange(s, e) for b, s, e in zip(backwards, starts, ends)]
+    return np.concatenate(blocks)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(1, 6), st.sampled_from(["up", "down", "mixed", "broken"]))
+def test_grouped_passes_block_by_block_give_the_whole_file_s_answer(seed, block, kind):
+    """The check of a grouped file runs over blocks of steps: a tie, a turn
+    or a unit's second block on a block's edge (here blocks of 1 to 6
+    steps) is found as in one pass over the whole file."""
+    from dpdbscan.traces import order
+
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 6, int(rng.integers(1, 6)))
+    c = np.repeat(rng.permutation(sizes.size), sizes)
+    t = np.concatenate([np.cumsum(rng.integers(1, 4, s)) for s in sizes]).astype(float)
+    down = {"up": [], "down": range(sizes.size), "mixed": range(0, sizes.size, 2), "broken": []}[kind]
+    blocks = np.split(t, np.cumsum(sizes)[:-1])
+    t = np.concatenate([b[::-1] if i in down else b for i, b in enumerate(blocks)])
+    if kind == "broken" and c.size > 1:  # a tie, a turn, or a unit's rows in two blocks, anywhere
+        i = int(rng.integers(0, c.size - 1))
+        how = int(rng.integers(3))
+        if how == 0:
+            t[i + 1] = t[i]
+        elif how == 1:
+            t[i + 1] = t[i] - 0.5
+        else:
+            c[i + 1] = c[0] if c[i] != c[0] else c[-1]
+    want = _grouped_by_definition(c, t)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(order, "_BLOCK", block)
+        got = order._grouped(c, t)
+    if want is None or isinstance(want, int):
+        assert got == want if want is not None else got is None
+    else:
+        assert isinstance(got, np.ndarray) and np.array_equal(got, want)

@@ -180,3 +180,36 @@ def test_a_status_column_of_a_type_no_rule_reads_is_refused_as_a_status(codes):
     for values in (pa.array([1, 0], type=pa.duration("s")), np.array([1, 0], dtype="timedelta64[s]")):
         with pytest.raises(TypeError, match="^a status column holds numbers, booleans or text"):
             parse_status(values, codes)
+
+
+@pytest.mark.parametrize("layout", ["grouped", "reversed", "mixed"])
+@pytest.mark.parametrize("ends", ["pickup", "dropoff", "both"])
+def test_a_file_in_trace_order_or_backwards_gives_the_shuffled_file_s_trip_ends(layout, ends):
+    """A file that reads in trace order as it lies, or backwards (full Cabs,
+    newest first), is read through views with no index of its rows: the
+    same rows as the same file shuffled (read through its sorted rows)."""
+    rng = np.random.default_rng(5)
+    sizes = rng.integers(1, 40, 12)
+    c = np.repeat(np.arange(12), sizes).astype(np.int32)
+    t = np.concatenate([np.cumsum(rng.integers(1, 90, k)) for k in sizes]).astype(np.float64)
+    X = rng.random((c.size, 2))
+    status = (rng.random(c.size) < 0.5).astype(np.float64)
+    if layout == "reversed":
+        X, c, t, status = X[::-1], c[::-1], t[::-1], status[::-1]
+    elif layout == "mixed":  # some units newest first
+        p = np.concatenate([np.flatnonzero(c == u)[:: 1 if u % 2 else -1] for u in range(12)])
+        X, c, t, status = X[p], c[p], t[p], status[p]
+    got = trip_end_rows(X, c, t, status, ends)
+    perm = rng.permutation(c.size)
+    shuffled = np.sort(perm[trip_end_rows(X[perm], c[perm], t[perm], status[perm], ends)])
+    want = []  # the definition, unit by unit in time order
+    for u in range(12):
+        mine = np.flatnonzero(c == u)
+        mine = mine[np.argsort(t[mine])]
+        for a, b in zip(mine[:-1], mine[1:]):
+            if ends != "dropoff" and status[a] == 0 and status[b] == 1:
+                want.append(b)
+            if ends != "pickup" and status[a] == 1 and status[b] == 0:
+                want.append(a)
+    assert got.dtype == np.int64 and got.size > 10 and np.array_equal(got, np.sort(want))
+    assert np.array_equal(shuffled, got)

@@ -41,13 +41,28 @@ def trace_order(X: np.ndarray, codes: np.ndarray, times: np.ndarray) -> np.ndarr
     a stable sort, other times by ``np.lexsort``. The coordinates are sorted
     on only when two rows of one unit share a time.
     """
+    order = trace_steps(X, codes, times)
+    return order if isinstance(order, np.ndarray) else in_steps(order, codes.shape[0])
+
+
+def trace_steps(X: np.ndarray, codes: np.ndarray, times: np.ndarray) -> np.ndarray | int:
+    """:func:`trace_order`'s rows, or, when every row is usable and the file
+    reads in that order as it is (1) or from its last row to its first
+    (-1), that step alone: a caller that reads the rows through the order
+    needs no array of every row's index (88 MB for full Cabs, newest first)
+    for it (:func:`in_steps` makes it)."""
     ok = usable(X, codes, times)
     if ok.all():
         rows, c, t = None, codes, times
     else:
         rows = np.flatnonzero(ok)
         c, t = codes[rows], times[rows]
-    grouped = _grouped_order(c, t)
+    del ok
+    grouped = _grouped(c, t)
+    if isinstance(grouped, int):
+        if rows is None:
+            return grouped
+        return rows if grouped > 0 else rows[::-1].copy()
     if grouped is not None:
         return grouped if rows is None else rows[grouped]
     key = None
@@ -75,6 +90,11 @@ def trace_order(X: np.ndarray, codes: np.ndarray, times: np.ndarray) -> np.ndarr
     return rows
 
 
+def in_steps(step: int, n: int) -> np.ndarray:
+    """The rows of :func:`trace_steps`' ``step`` (1 or -1) over ``n`` rows."""
+    return np.arange(n) if step > 0 else np.arange(n - 1, -1, -1)
+
+
 def _break_ties(X: np.ndarray, rows: np.ndarray, same: np.ndarray) -> np.ndarray:
     """``rows``, sorted by (unit, time) (``same[i]``: rows i and i + 1 have
     one unit and one time), with each run of such ties sorted by the
@@ -95,44 +115,65 @@ def _break_ties(X: np.ndarray, rows: np.ndarray, same: np.ndarray) -> np.ndarray
     return out
 
 
-def _grouped_order(c: np.ndarray, t: np.ndarray) -> np.ndarray | None:
-    """The order of rows already grouped by unit, each unit's block in
-    strictly increasing or strictly decreasing time (reversed then); None
-    when the rows are not so (a unit in two blocks, a tie or a turn in time).
+#: Steps per block of :func:`_grouped`'s passes: booleans of a block stay in
+#: the CPU's cache, and none is as long as the file (each full-length one was
+#: 11 MB of fresh memory for full Cabs).
+_BLOCK = 1 << 18
 
-    Streaming passes over booleans only (no per-block sums): step i goes
-    from row i to row i + 1, and a block is one direction when none of its
-    steps is flat and no two of its consecutive steps differ."""
+
+def _grouped_order(c: np.ndarray, t: np.ndarray) -> np.ndarray | None:
+    """:func:`_grouped`'s order as rows (None when the rows are not grouped)."""
+    got = _grouped(c, t)
+    return in_steps(got, c.size) if isinstance(got, int) else got
+
+
+def _grouped(c: np.ndarray, t: np.ndarray) -> np.ndarray | int | None:
+    """The order of rows already grouped by unit, each unit's block in
+    strictly increasing or strictly decreasing time (reversed then): 1 when
+    no block is reversed (the rows as they are), -1 when every block of more
+    than one row is (the whole file backwards, the units then in the reverse
+    order), else the rows; None when the rows are not so grouped (a unit in
+    two blocks, a tie or a turn in time).
+
+    Streaming passes over booleans only (no per-block sums), a block of
+    :data:`_BLOCK` steps at a time: step i goes from row i to row i + 1, and
+    a block is one direction when none of its steps is flat and no two of
+    its consecutive steps differ."""
     n = c.size
     if n < 2:
         return None
-    cut = c[1:] != c[:-1]  # step i leaves a unit's block
-    starts = np.flatnonzero(cut)
-    starts += 1
-    starts = np.concatenate(([0], starts))
+    cuts = []
+    for lo in range(0, n - 1, _BLOCK):
+        hi = min(lo + _BLOCK, n - 1)  # this pass's steps: lo .. hi - 1 ...
+        end = min(hi + 1, n - 1)  # ... and one more, for the turn into the next pass
+        cb, tb = c[lo : end + 1], t[lo : end + 1]
+        cut = cb[1:] != cb[:-1]  # step i leaves a unit's block
+        up = tb[1:] > tb[:-1]
+        flat = up == (tb[1:] < tb[:-1])  # neither up nor down: a tie
+        flat &= ~cut
+        if flat.any():
+            return None
+        turn = up[1:] != up[:-1]  # steps i and i + 1 differ ...
+        turn &= ~cut[1:]
+        turn &= ~cut[:-1]  # ... within one block
+        if turn.any():
+            return None
+        at = np.flatnonzero(cut[: hi - lo])
+        at += lo + 1
+        cuts.append(at)
+    starts = np.concatenate([np.zeros(1, dtype=np.int64), *cuts])
     if np.bincount(c[starts]).max() > 1:  # some unit's rows are in two blocks
-        return None
-    up = t[1:] > t[:-1]
-    flat = up == (t[1:] < t[:-1])  # neither up nor down: a tie
-    flat &= ~cut
-    if flat.any():
-        return None
-    turn = up[1:] != up[:-1]  # steps i and i + 1 differ ...
-    turn &= ~cut[1:]
-    turn &= ~cut[:-1]  # ... within one block
-    if turn.any():
         return None
     # each block's direction is that of its first step (a block of one row has none)
     sizes = np.diff(np.append(starts, n))
     multi = sizes > 1
     reverse = np.zeros(starts.size, dtype=bool)
-    reverse[multi] = ~up[starts[multi]]
+    first = starts[multi]
+    reverse[multi] = ~(t[first + 1] > t[first])
     if not reverse.any():
-        return np.arange(n)
+        return 1
     if reverse[multi].all():
-        # every block newest first (as many trace files are): the whole file
-        # backwards, the units then in the reverse order
-        return np.arange(n - 1, -1, -1)
+        return -1
     # row i of a reversed block [s, e] goes to s + e - i
     last = starts + sizes - 1
     order = np.arange(n)
@@ -141,4 +182,4 @@ def _grouped_order(c: np.ndarray, t: np.ndarray) -> np.ndarray | None:
     return order
 
 
-__all__ = ["trace_order", "usable"]
+__all__ = ["in_steps", "trace_order", "trace_steps", "usable"]

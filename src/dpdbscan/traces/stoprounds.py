@@ -44,7 +44,7 @@ def stop_anchors_rounds(
     :func:`dpdbscan.traces.stopscan.stop_anchors` gives them for the same
     arguments, or None when the trace is too long or its runs too long for
     rounds (checked before any work for the trace's length)."""
-    if 2 * rows.size > MAX_WORK:  # the first two offsets alone would pass it
+    if not rounds_may_take(rows.size):
         return None
     units = codes[rows]
     ends = _run_ends(X[rows], units, times[rows], r2, duration)
@@ -55,6 +55,13 @@ def stop_anchors_rounds(
     if firsts.size == 0:
         return firsts
     return firsts[_on_chains(firsts, end[firsts], units[firsts])]
+
+
+def rounds_may_take(n: int) -> bool:
+    """Whether a trace of ``n`` points is short enough for rounds: longer
+    ones go to the kernel at once, the first two offsets alone passing
+    :data:`MAX_WORK`."""
+    return 2 * n <= MAX_WORK
 
 
 def _run_ends(

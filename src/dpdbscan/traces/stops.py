@@ -59,14 +59,23 @@ cost, which read every point's next points offset by offset over whole
 arrays with no limit: in a fresh process, on full Cabs 1.4-1.8 s against
 0.6-0.7 s all told, on a day of taxis sampled every 5-60 s 3.1-3.8 s against
 0.5-0.8 s (docs/benchmarks.md).
+
+Memory: on a long trace the stops' own arrays are most of what a fit with
+stops touches beyond the person-level fit's, and fresh memory costs system
+time (huge pages zeroed on first touch). So the unit codes stay the
+Parquet dictionary's int32, a file that reads in trace order as it lies or
+backwards (:func:`dpdbscan.traces.order.trace_steps`) is scanned with no
+index of its rows, and the check that it does passes over blocks: on full
+Cabs (11M fixes, newest first) 0.83 GB peak instead of 1.11 GB, the same
+stops.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .order import trace_order
-from .stoprounds import stop_anchors_rounds
+from .order import in_steps, trace_steps
+from .stoprounds import rounds_may_take, stop_anchors_rounds
 
 #: how far (in radii) from a stop's anchor the fixes that tell its coming and going lie
 CONTEXT_RADII = 3.0
@@ -94,34 +103,56 @@ def stop_rows(
         raise ValueError(f"X must be 2-D (n, d), got shape {X.shape}")
     if not (np.isfinite(radius) and radius > 0 and np.isfinite(duration) and duration > 0):
         raise ValueError(f"radius and duration must be positive, got {radius!r} and {duration!r}")
-    codes = np.asarray(codes).astype(np.int64, copy=False)
+    codes = np.asarray(codes)
+    if codes.dtype not in (np.int32, np.int64):  # int32: a Parquet dictionary's own codes, no copy
+        codes = codes.astype(np.int64)
     times = np.asarray(times, dtype=np.float64)
-    rows = trace_order(X, codes, times)
-    if rows.size == 0:
-        return rows
+    order = trace_steps(X, codes, times)
+    n = order.size if isinstance(order, np.ndarray) else codes.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
     r2, duration = float(radius) ** 2, float(duration)
-    with np.errstate(over="ignore", invalid="ignore"):
-        # a coordinate near 1e308 makes a squared distance inf (beyond every
-        # radius, as in the compiled scan, which says nothing); numpy's
-        # warning of it would be one record's doing, and where warnings are
-        # errors it would stop the fit (docs/privacy.md section 8, round 13)
-        anchors = stop_anchors_rounds(X, rows, codes, times, r2, duration)
-    if anchors is None:  # runs too long for numpy's rounds: the compiled scan
-        # lazy: numba loads only where stops are made (never on a fit without them)
-        from .stopscan import stop_anchors, straight_on_flags
+    rows = order if isinstance(order, np.ndarray) else (in_steps(order, n) if rounds_may_take(n) else None)
+    if rows is not None:
+        with np.errstate(over="ignore", invalid="ignore"):
+            # a coordinate near 1e308 makes a squared distance inf (beyond every
+            # radius, as in the compiled scan, which says nothing); numpy's
+            # warning of it would be one record's doing, and where warnings are
+            # errors it would stop the fit (docs/privacy.md section 8, round 13)
+            anchors = stop_anchors_rounds(X, rows, codes, times, r2, duration)
+            if anchors is not None:
+                if straight_on > 0 and anchors.size:
+                    anchors = anchors[
+                        ~straight_on_runs(X, rows, codes, anchors, float(radius), float(straight_on))
+                    ]
+                return np.sort(rows[anchors])
+    # runs too long for numpy's rounds, or a trace too long for them: the compiled scan
+    # lazy: numba loads only where stops are made (never on a fit without them)
+    from .stopscan import stop_anchors, straight_on_flags
 
-        # C order: one layout, one compiled signature
-        Xc = np.ascontiguousarray(X)
-        anchors = stop_anchors(Xc, rows, codes, times, r2, duration)
-        if straight_on > 0 and anchors.size:  # numba loaded: the compiled walk too
-            far2 = (CONTEXT_RADII * float(radius)) ** 2
-            cos = float(np.cos(np.radians(float(straight_on))))
-            anchors = anchors[~straight_on_flags(Xc, rows, codes, anchors, r2, far2, cos)]
-        return np.sort(rows[anchors])
-    if straight_on > 0 and anchors.size:
-        with np.errstate(over="ignore", invalid="ignore"):  # as above: inf is beyond every radius
-            anchors = anchors[~straight_on_runs(X, rows, codes, anchors, float(radius), float(straight_on))]
-    return np.sort(rows[anchors])
+    # C order: one layout, one compiled signature; a file read in its own order
+    # (or backwards) is scanned as it lies, without an index of its rows (step)
+    Xc = np.ascontiguousarray(X)
+    if rows is None:
+        assert isinstance(order, int)
+        step, at = order, np.zeros(0, dtype=np.int64)
+    else:
+        step, at = 0, rows
+    anchors = stop_anchors(Xc, at, codes, times, r2, duration, step)
+    if straight_on > 0 and anchors.size:  # numba loaded: the compiled walk too
+        far2 = (CONTEXT_RADII * float(radius)) ** 2
+        cos = float(np.cos(np.radians(float(straight_on))))
+        anchors = anchors[~straight_on_flags(Xc, at, codes, anchors, r2, far2, cos, step)]
+    return np.sort(_rows_at(anchors, rows, step, n))
+
+
+def _rows_at(positions: np.ndarray, rows: np.ndarray | None, step: int, n: int) -> np.ndarray:
+    """The rows at ``positions`` of the trace order: ``rows`` (``step`` 0),
+    or every row forwards (1) or backwards (-1)."""
+    if step == 0:
+        assert rows is not None
+        return rows[positions]
+    return positions.copy() if step > 0 else (n - 1) - positions
 
 
 def straight_on_runs(

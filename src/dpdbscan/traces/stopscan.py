@@ -5,27 +5,46 @@ Imported only inside :func:`dpdbscan.traces.stops.stop_rows`, when numpy's
 rounds (:mod:`dpdbscan.traces.stoprounds`) would be slow: numba's import and
 first call cost about 0.45 s, which a fit without stops, or with stops of a
 trace whose runs are short, must not pay.
-Every point is read through ``rows`` (the trace order) instead of being
-copied into that order first: for a file that already keeps each unit's
-rows together in time order, ``rows`` is ``0, 1, 2, ...`` and the reads
-are sequential.
+Every point is read through the trace order instead of being copied into
+that order first: ``rows``, or, for a file that already reads in that
+order forwards or backwards (``step`` 1 or -1,
+:func:`dpdbscan.traces.order.trace_steps`: full Cabs, newest first), no
+array at all: the reads are sequential and no index of every row is made.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .._jit import kernel
+from .._jit import inlined, kernel
+
+
+@inlined
+def _row(rows: np.ndarray, i: int, n: int, step: int) -> int:
+    """The row at position ``i`` of the trace order: ``rows[i]`` (``step``
+    0), ``i`` (1) or ``n - 1 - i`` (-1)."""
+    if step == 0:
+        return rows[i]
+    if step > 0:
+        return i
+    return n - 1 - i
 
 
 @kernel
 def stop_anchors(
-    X: np.ndarray, rows: np.ndarray, codes: np.ndarray, times: np.ndarray, r2: float, duration: float
+    X: np.ndarray,
+    rows: np.ndarray,
+    codes: np.ndarray,
+    times: np.ndarray,
+    r2: float,
+    duration: float,
+    step: int = 0,
 ) -> np.ndarray:
-    """The positions in ``rows`` of the stops' first points (ascending).
+    """The positions in the trace order of the stops' first points (ascending).
 
-    ``rows``: the trace order (each unit's rows together, in time order);
-    ``codes``, ``times`` and ``X`` are indexed by row. From each anchor the
+    ``rows``: the trace order (each unit's rows together, in time order),
+    or, with ``step`` 1 or -1, every row forwards or backwards (``rows``
+    unread); ``codes``, ``times`` and ``X`` are indexed by row. From each anchor the
     run extends while the next point of the same unit lies within the
     radius (squared distance <= ``r2``, summed over the axes in order, as
     numpy would); the run is a stop when its last point is at least
@@ -36,19 +55,19 @@ def stop_anchors(
     points until it leaves the radius or the run reaches ``duration`` (past
     which it is a stop), so a moving unit costs a step or two a point.
     """
-    n = rows.shape[0]
+    n = rows.shape[0] if step == 0 else codes.shape[0]
     d = X.shape[1]
     out = np.empty(n, np.int64)
     m = 0
     i = 0
     while i < n:
-        a = rows[i]
+        a = _row(rows, i, n, step)
         unit = codes[a]
         start = times[a]
         j = i + 1
         lasting = False
         while j < n:
-            b = rows[j]
+            b = _row(rows, j, n, step)
             if codes[b] != unit:
                 break
             d2 = 0.0
@@ -78,24 +97,26 @@ def straight_on_flags(
     r2: float,
     far2: float,
     cos: float,
+    step: int = 0,
 ) -> np.ndarray:
     """:func:`dpdbscan.traces.stops.straight_on_runs` compiled, for traces
     whose stops come from :func:`stop_anchors` (numba already loaded): per
     anchor, the run (the next points within ``r2``), then the first point
     after it and the last before the anchor farther than ``far2`` (squared,
     summed over the axes in order, as numpy would); True where both exist
-    and coming and going turn by less than the angle whose cosine is ``cos``."""
-    n = rows.shape[0]
+    and coming and going turn by less than the angle whose cosine is ``cos``.
+    ``rows`` and ``step`` as for :func:`stop_anchors`."""
+    n = rows.shape[0] if step == 0 else codes.shape[0]
     d = X.shape[1]
     out = np.zeros(anchors.shape[0], np.bool_)
     for q in range(anchors.shape[0]):
         i = anchors[q]
-        a = rows[i]
+        a = _row(rows, i, n, step)
         unit = codes[a]
         j = i
         limit = r2
         while j + 1 < n:  # the run, then on while within far
-            b = rows[j + 1]
+            b = _row(rows, j + 1, n, step)
             if codes[b] != unit:
                 break
             d2 = 0.0
@@ -111,7 +132,7 @@ def straight_on_flags(
             j += 1
         h = i
         while h - 1 >= 0:
-            b = rows[h - 1]
+            b = _row(rows, h - 1, n, step)
             if codes[b] != unit:
                 break
             d2 = 0.0
@@ -123,7 +144,7 @@ def straight_on_flags(
             h -= 1
         if j + 1 >= n or h - 1 < 0:
             continue
-        c, b = rows[j + 1], rows[h - 1]
+        c, b = _row(rows, j + 1, n, step), _row(rows, h - 1, n, step)
         if codes[c] != unit or codes[b] != unit:
             continue
         dot = 0.0

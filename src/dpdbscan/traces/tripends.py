@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .order import trace_order
+from .order import trace_steps
 from .times import as_column, combined, in_parts, parse_times, read_objects
 
 #: The events a status column gives.
@@ -221,18 +221,26 @@ def trip_end_rows(
     if bad.any():  # a row without a status is dropped (no copy of the times when none is)
         times = np.where(bad, np.nan, times)
     del bad
-    rows = trace_order(X, np.asarray(codes), times)
-    if rows.size < 2:
-        return np.zeros(0, dtype=np.int64)
-    c = np.asarray(codes)[rows]
-    s = (status == 1.0)[rows]  # booleans gathered: an eighth of the fresh memory of the floats
+    codes = np.asarray(codes)
+    order = trace_steps(X, codes, times)
+    if isinstance(order, np.ndarray):
+        if order.size < 2:
+            return np.zeros(0, dtype=np.int64)
+        c = codes[order]
+        s = (status == 1.0)[order]  # booleans gathered: an eighth of the fresh memory of the floats
+    else:  # the file in trace order as it lies, or backwards: views, no index of every row
+        c = codes[::order]
+        s = (status == 1.0)[::order]
     same = c[1:] == c[:-1]
     out = []
     if ends in ("pickup", "both"):
-        out.append(rows[1:][same & ~s[:-1] & s[1:]])
+        out.append(np.flatnonzero(same & ~s[:-1] & s[1:]) + 1)
     if ends in ("dropoff", "both"):
-        out.append(rows[:-1][same & s[:-1] & ~s[1:]])
-    return np.sort(np.concatenate(out))
+        out.append(np.flatnonzero(same & s[:-1] & ~s[1:]))
+    at = np.concatenate(out)  # positions in the trace order
+    if isinstance(order, np.ndarray):
+        return np.sort(order[at])
+    return np.sort(at if order > 0 else (codes.shape[0] - 1) - at)
 
 
 __all__ = ["ENDS", "parse_status", "trip_end_rows"]
