@@ -23,7 +23,15 @@ from ...sums import (
 )
 from .cover import COMPILED_FROM_D, cover_pays, cover_sums, dense_cover_candidates, shell_cover
 from .densitymargin import Margin, empty_truncation, margin, noise_variance
-from .weightedsums import ExactRows, may_reach, reach_pays, walk_bounds, weighted_sums_at
+from .weightedsums import (
+    ExactRows,
+    WalkBounds,
+    may_reach,
+    reach_pays,
+    run_bounds,
+    walk_bounds,
+    weighted_sums_at,
+)
 from .weights import BallWeights, ball_weights
 
 
@@ -312,6 +320,7 @@ def density_field(
         cand = _candidates(hist, weights, tmin)
         own = None
     E = unsettled = None
+    bounds: WalkBounds | None = None
     if reach_pays(hist, weights.offsets, cand.size):
         # an upper bound of every sub-position's sum in one compiled pass: the
         # exact sums below only for the cells it cannot rule out
@@ -319,19 +328,25 @@ def density_field(
         keep = may_reach(hist, weights, cand, tmin) if bounds is None else bounds.reach(tmin)
         cand = cand[keep]
         own = None if own is None else own[keep]
-        if bounds is not None and hist.kind == "dense" and len(weights.positions) == 1:
-            # one sub-position: the bound is the sum itself, in the walk's
-            # order; the product's sums only where the comparisons below
-            # (and the field's at a larger MinPts, Unsettled) are too close
-            # to call
-            E, room = bounds.sums[keep][:, None], bounds.room[keep]
-            unsettled = Unsettled(ExactRows(hist, weights, cand), np.arange(cand.size), room)
-            near = np.abs(E[:, 0] - thresholds[0]) <= 2.0 * room
-            if own is not None:
-                lo = share * (E[:, 0] - 2.0 * room) / S[0]
-                hi = share * (E[:, 0] + 2.0 * room) / S[0]
-                near |= (own >= lo) & (own < hi)
-            unsettled.fix(E[:, 0], np.flatnonzero(near))
+        if bounds is not None:
+            bounds = WalkBounds(bounds.sums[keep], bounds.room[keep])
+    else:
+        # 3-D, one sub-position, large gathers: the sums by runs (the
+        # candidates kept whole: the product's blocks are those of all of them)
+        bounds = run_bounds(hist, weights, cand)
+    if bounds is not None and hist.kind == "dense" and len(weights.positions) == 1:
+        # one sub-position: the bound is the sum itself, in the walk's (or
+        # the runs') order; the product's sums only where the comparisons
+        # below (and the field's at a larger MinPts, Unsettled) are too
+        # close to call
+        E, room = bounds.sums[:, None], bounds.room
+        unsettled = Unsettled(ExactRows(hist, weights, cand), np.arange(cand.size), room)
+        near = np.abs(E[:, 0] - thresholds[0]) <= 2.0 * room
+        if own is not None:
+            lo = share * (E[:, 0] - 2.0 * room) / S[0]
+            hi = share * (E[:, 0] + 2.0 * room) / S[0]
+            near |= (own >= lo) & (own < hi)
+        unsettled.fix(E[:, 0], np.flatnonzero(near))
     if E is None:
         E = weighted_sums_at(hist, weights, cand)
     live = E >= thresholds[None, :]

@@ -423,6 +423,62 @@ def walk_bounds(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarray) ->
     return WalkBounds(sums, 4.0 * gamma * wmax * mag)
 
 
+#: Values (rows times offsets) from which :func:`run_bounds` reads a dense
+#: 3-D release's sums by runs, in the compiled kernel, where numba is not
+#: loaded yet: about 2 ns a term against numpy's 40-50 ns a gathered value
+#: (and the product), so above the compiler's import (0.5-0.8 s) from
+#: about 2^24 values; where numba is loaded, from :data:`LOADED_GATHER_VALUES`.
+RUN_BOUND_VALUES = 1 << 24
+
+
+def run_bounds(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarray) -> WalkBounds | None:
+    """:class:`WalkBounds` of the cells ``keys`` of a dense release below
+    :data:`~.cover.COMPILED_FROM_D` (3-D) with one sub-position, where the
+    gathers of :func:`weighted_sums_at` would be large (public sizes: the
+    grid, the rows and the offsets; else None): each cell's weighted sum
+    read by runs of offsets along the last axis in one compiled pass
+    (:func:`~.compiled.run_bounds`), no matrix, with the room of the
+    rounding of two sums of those terms in any order. The sums of the
+    matrix product lie within ``room`` of them, so they decide the same
+    comparisons wherever they are not within twice their room
+    (:class:`~.coresubcells.Unsettled`; the product then decides)."""
+    grid = hist.grid
+    n_off = weights.offsets.shape[0]
+    if hist.kind != "dense" or grid.wide or not (3 <= grid.d < COMPILED_FROM_D):
+        return None
+    if len(weights.positions) != 1 or keys.size == 0 or n_off == 0:
+        return None
+    values = keys.size * n_off
+    loaded = "numba" in sys.modules and values >= LOADED_GATHER_VALUES
+    if not (values >= RUN_BOUND_VALUES or loaded or dense_compiled(grid)):
+        return None
+    # lazy: numba loads only where a kernel runs (3-D: large dense gathers)
+    from .compiled import run_bounds as run_kernel
+
+    srt, run = sorted_runs(weights.offsets)
+    first = np.flatnonzero(np.concatenate(([True], run[1:] != run[:-1])))
+    last = np.append(first[1:], run.size) - 1
+    # each sorted offset's column in the weights (the support is built sorted)
+    off = weights.offsets
+    cols = np.arange(srt.shape[0]) if srt is off else np.lexsort(np.asarray(off).T[::-1])
+    w = np.ascontiguousarray(weights.row(0)[cols], dtype=np.float64)
+    prefix = np.ascontiguousarray(srt[first, :-1], dtype=np.int64)
+    lo = np.ascontiguousarray(srt[first, -1], dtype=np.int64)
+    hi = np.ascontiguousarray(srt[last, -1], dtype=np.int64)
+    vals = np.ascontiguousarray(hist.values, dtype=np.float64).ravel()
+    shape = np.asarray(grid.shape, dtype=np.int64)
+    sums = np.empty(keys.size)
+    mag = np.empty(keys.size)
+    for a in range(0, keys.size, _DENSE_ROWS):
+        coords = grid.decode(keys[a : a + _DENSE_ROWS])
+        b = a + coords.shape[0]
+        run_kernel(vals, shape, coords, prefix, lo, hi, w, sums[a:b], mag[a:b])
+    # gamma_n of n terms (every offset of the ball), as walk_bounds takes it
+    u = n_off * 2.0**-53
+    gamma = u / (1.0 - u) if u < 0.5 else math.inf
+    return WalkBounds(sums, 4.0 * gamma * float(np.abs(w).max()) * mag)
+
+
 class ExactRows:
     """The sums :func:`weighted_sums_at` gives the cells ``keys`` (in this
     order), computed only for the rows asked for: each in its block of
