@@ -510,11 +510,12 @@ def _dense3(eps: float, integer: bool, seed: int, amp: float = 1.0) -> NoisyHist
     )  # fmt: skip
 
 
-@pytest.mark.parametrize("eps", [0.09, 0.2])
+@pytest.mark.parametrize("eps,k", [(0.09, 1), (0.2, 1), (0.15, 2)])
 @pytest.mark.parametrize("integer", [True, False])
-def test_the_sums_by_runs_hold_the_product_s_within_their_room(eps, integer, monkeypatch):
-    """On a dense 3-D release with one sub-position, the sums by runs of
-    :func:`~.weightedsums.run_bounds` (every cell, those near the faces too)
+def test_the_sums_by_runs_hold_the_product_s_within_their_room(eps, k, integer, monkeypatch):
+    """On a dense 3-D release, the sums by runs of
+    :func:`~.weightedsums.run_bounds` (every cell, those near the faces too;
+    every sub-position)
     lie within their room of the matrix product's sums, and the room is
     only the rounding's (a term left out or read twice would be a whole
     value off)."""
@@ -523,42 +524,48 @@ def test_the_sums_by_runs_hold_the_product_s_within_their_room(eps, integer, mon
     monkeypatch.setattr(weightedsums, "RUN_BOUND_VALUES", 0)
     hist = _dense3(eps, integer, 70_031)
     g = hist.grid
-    w = ball_weights(3, float(g.eta), 1)
+    w = ball_weights(3, float(g.eta), k)
     keys = g.encode(g.all_coords())
     bounds = weightedsums.run_bounds(hist, w, keys)
     assert bounds is not None
-    E = weighted_sums_at(hist, w, keys)[:, 0]
-    assert np.all(np.abs(bounds.sums - E) <= bounds.room)
+    E = weighted_sums_at(hist, w, keys)
+    sums = bounds.sums.reshape(E.shape)
+    assert np.all(np.abs(sums - E) <= bounds.room[:, None])
     assert 0 < float(bounds.room.max()) < 1e-8
     # the same keys in another order and block: the same sums
     rev = weightedsums.run_bounds(hist, w, keys[::-1].copy())
     assert rev is not None and np.array_equal(rev.sums[::-1], bounds.sums)
+    if k > 1:  # each sub-position's sums are those it gives alone
+        for p in (0, len(w.positions) - 1):
+            one = weightedsums.run_bounds(hist, _one_position(w, p), keys)
+            assert one is not None and np.array_equal(one.sums, bounds.sums[:, p])
 
 
 def test_the_sums_by_runs_are_taken_only_where_they_serve(monkeypatch):
-    """Public sizes decide: a dense 3-D release with one sub-position and
-    large gathers; not two sub-positions, a sparse release or small gathers."""
+    """Public sizes decide: a dense 3-D release and large gathers; not a
+    sparse release or small gathers."""
     hist = _dense3(0.2, True, 70_032)
     g = hist.grid
     keys = g.encode(g.all_coords())
-    one, two = ball_weights(3, float(g.eta), 1), ball_weights(3, float(g.eta), 2)
+    one = ball_weights(3, float(g.eta), 1)
     assert weightedsums.run_bounds(hist, one, keys[:10]) is None
     monkeypatch.setattr(weightedsums, "RUN_BOUND_VALUES", 0)
     assert weightedsums.run_bounds(hist, one, keys) is not None
-    assert weightedsums.run_bounds(hist, two, keys) is None
     sparse = _release("sparse", 3, 9, True, 3)
     assert weightedsums.run_bounds(sparse, ball_weights(3, 4.0, 1), sparse.released_keys) is None
 
 
 @pytest.mark.parametrize("shake", [0.0, 2.0])
 @pytest.mark.parametrize("integer", [True, False])
-@pytest.mark.parametrize("eps", [0.15, 0.2])
-def test_a_field_by_runs_decides_the_product_s_cores_bit_for_bit(eps, integer, shake, monkeypatch):
-    """In 3-D with one sub-cell, the field's estimates are the sums by runs
+@pytest.mark.parametrize("eps,k", [(0.15, 1), (0.2, 1), (0.15, 2)])
+def test_a_field_by_runs_decides_the_product_s_cores_bit_for_bit(eps, k, integer, shake, monkeypatch):
+    """In 3-D with one or two sub-cells, the field's estimates are the sums by runs
     and the product's only where a comparison (the threshold, or the
     occupancy's share) is too close to call: the same cells, the same
     cores at every MinPts and the same product's sums where settled as the
-    oracle, the product's sums everywhere (no sums by runs). ``shake``
+    oracle, the product's sums everywhere (no sums by runs); with two
+    sub-cells, a cell's whole row of eight sums is the product's where
+    one of them is too close to call. ``shake``
     moves each sum by up to that many points inside a room widened by as
     much, so that many comparisons are too close to call, some only at a
     later MinPts."""
@@ -572,14 +579,14 @@ def test_a_field_by_runs_decides_the_product_s_cores_bit_for_bit(eps, integer, s
     def shaken(*a):
         b = runs(*a)
         assert b is not None
-        moved = b.sums + rng.uniform(-shake, shake, b.sums.size)
+        moved = b.sums + rng.uniform(-shake, shake, b.sums.shape)
         return weightedsums.WalkBounds(moved, b.room + shake)
 
     monkeypatch.setattr(coresubcells, "run_bounds", shaken)
-    field = density_field(hist, 1, subcells=1)
+    field = density_field(hist, 1, subcells=k)
     assert field.unsettled is not None or shake == 0.0
     monkeypatch.setattr(coresubcells, "run_bounds", lambda *a: None)
-    oracle = density_field(hist, 1, subcells=1)
+    oracle = density_field(hist, 1, subcells=k)
     assert oracle.unsettled is None and field.keys.size > 0
     assert np.array_equal(field.keys, oracle.keys)
     counts = set()
@@ -593,3 +600,11 @@ def test_a_field_by_runs_decides_the_product_s_cores_bit_for_bit(eps, integer, s
         assert np.array_equal(field.estimates[settled], oracle.estimates[settled])
         if shake > 0:
             assert settled.any()
+
+
+def _one_position(w, p: int):
+    """``w`` with sub-position p alone (the same offsets and weights)."""
+    import dataclasses
+
+    one = slice(p, p + 1)
+    return dataclasses.replace(w, positions=w.positions[one], index=w.index[one], support=w.support[one])

@@ -1,8 +1,9 @@
 """Compiled kernels of the density test from 4-D up (:data:`.cover.COMPILED_FROM_D`;
 the kernels themselves take any d >= 2, and the tests run them from 3-D),
 and in 3-D on large dense grids (:func:`.cover.dense_compiled`): the box
-cover's corners (:func:`table_bounds`) and the exact sums' gathers
-(:func:`gather_unpadded`).
+cover's corners (:func:`table_bounds`), the exact sums' gathers
+(:func:`gather_unpadded`) and the sums read by runs of offsets that spare
+most of those gathers (:func:`ball_runs`).
 
 :func:`streamed_cover`, the box cover of :mod:`.cover`: per slab i (the
 cells sharing their first coordinate) that holds a candidate, the tables
@@ -909,7 +910,7 @@ def gather_unpadded(
 
 
 @kernel
-def run_bounds(
+def ball_runs(
     vals: np.ndarray,
     shape: np.ndarray,
     coords: np.ndarray,
@@ -935,22 +936,7 @@ def run_bounds(
     last = d - 1
     strides = _row_major(shape)
     n_runs = lo.size
-    # a cell within reach of no face reads every run whole, from its deltas
-    delta = np.zeros(n_runs, np.int64)
-    start = np.zeros(n_runs, np.int64)
-    low = np.zeros(d, np.int64)
-    high = shape - 1
-    at = 0
-    for r in range(n_runs):
-        start[r] = at
-        at += hi[r] - lo[r] + 1
-        for a in range(last):
-            delta[r] += prefix[r, a] * strides[a]
-            low[a] = max(low[a], -prefix[r, a])
-            high[a] = min(high[a], shape[a] - 1 - prefix[r, a])
-        delta[r] += lo[r]
-        low[last] = max(low[last], -lo[r])
-        high[last] = min(high[last], shape[last] - 1 - hi[r])
+    delta, start, low, high = _run_layout(shape, strides, prefix, lo, hi)
     for i in range(coords.shape[0]):
         base = 0
         inner = True
@@ -991,6 +977,98 @@ def run_bounds(
                     mag += abs(x)
         acc_out[i] = acc
         mag_out[i] = mag
+
+
+@kernel
+def ball_runs_many(
+    vals: np.ndarray,
+    shape: np.ndarray,
+    coords: np.ndarray,
+    prefix: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    w: np.ndarray,
+    acc_out: np.ndarray,
+    mag_out: np.ndarray,
+) -> None:
+    """:func:`ball_runs` for several sub-positions: ``w[j, p]`` the weight
+    of term j at sub-position p, ``acc_out[i, p]`` the sum of cell i at p
+    (each value read once for every sub-position; 3-D with two sub-cells,
+    eight)."""
+    d = shape.size
+    last = d - 1
+    strides = _row_major(shape)
+    n_runs = lo.size
+    n_pos = w.shape[1]
+    delta, start, low, high = _run_layout(shape, strides, prefix, lo, hi)
+    acc = np.empty(n_pos)
+    for i in range(coords.shape[0]):
+        base = 0
+        inner = True
+        for a in range(d):
+            c = coords[i, a]
+            inner &= low[a] <= c <= high[a]
+            base += c * strides[a]
+        acc[:] = 0.0
+        mag = 0.0
+        c_last = coords[i, last]
+        for r in range(n_runs):
+            if inner:
+                b = base + delta[r]
+                s = start[r]
+                t0 = 0
+                t1 = hi[r] - lo[r]
+            else:
+                row = 0
+                inside = True
+                for a in range(last):
+                    c = coords[i, a] + prefix[r, a]
+                    if c < 0 or c >= shape[a]:
+                        inside = False
+                        break
+                    row += c * strides[a]
+                if not inside:
+                    continue
+                t0 = max(lo[r], -c_last)
+                t1 = min(hi[r], shape[last] - 1 - c_last)
+                b = row + c_last
+                s = start[r] - lo[r]
+            for t in range(t0, t1 + 1):
+                x = vals[b + t]
+                mag += abs(x)
+                for p in range(n_pos):
+                    acc[p] += x * w[s + t, p]
+        for p in range(n_pos):
+            acc_out[i, p] = acc[p]
+        mag_out[i] = mag
+
+
+@inlined
+def _run_layout(
+    shape: np.ndarray, strides: np.ndarray, prefix: np.ndarray, lo: np.ndarray, hi: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The runs of :func:`ball_runs` for a cell within reach of no face
+    (every run read whole): each run's delta (row-major, from the cell to
+    its first offset) and first weight, and the box of such cells."""
+    d = shape.size
+    last = d - 1
+    n_runs = lo.size
+    delta = np.zeros(n_runs, np.int64)
+    start = np.zeros(n_runs, np.int64)
+    low = np.zeros(d, np.int64)
+    high = shape - 1
+    at = 0
+    for r in range(n_runs):
+        start[r] = at
+        at += hi[r] - lo[r] + 1
+        for a in range(last):
+            delta[r] += prefix[r, a] * strides[a]
+            low[a] = max(low[a], -prefix[r, a])
+            high[a] = min(high[a], shape[a] - 1 - prefix[r, a])
+        delta[r] += lo[r]
+        low[last] = max(low[last], -lo[r])
+        high[last] = min(high[last], shape[last] - 1 - hi[r])
+    return delta, start, low, high
 
 
 @kernel

@@ -382,7 +382,8 @@ class WalkBounds:
     order. ``room``: what the rounding of two sums of these terms in any
     order can differ by, 4 gamma_n max|W| sum_o |x~_{X+o}| (n every offset
     of the ball), so the matrix product's sum of a cell (one sub-position)
-    lies within ``room`` of ``sums``."""
+    lies within ``room`` of ``sums``. :func:`run_bounds` gives the same
+    (the sums by runs, of every sub-position: shape (n, k^d) with more than one)."""
 
     sums: np.ndarray
     room: np.ndarray
@@ -433,11 +434,12 @@ RUN_BOUND_VALUES = 1 << 24
 
 def run_bounds(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarray) -> WalkBounds | None:
     """:class:`WalkBounds` of the cells ``keys`` of a dense release below
-    :data:`~.cover.COMPILED_FROM_D` (3-D) with one sub-position, where the
-    gathers of :func:`weighted_sums_at` would be large (public sizes: the
-    grid, the rows and the offsets; else None): each cell's weighted sum
-    read by runs of offsets along the last axis in one compiled pass
-    (:func:`~.compiled.run_bounds`), no matrix, with the room of the
+    :data:`~.cover.COMPILED_FROM_D` (3-D), where the gathers of
+    :func:`weighted_sums_at` would be large (public sizes: the grid, the
+    rows and the offsets; else None): each cell's weighted sums (``sums``
+    of shape (n,) with one sub-position, (n, k^d) with more) read by runs
+    of offsets along the last axis in one compiled pass
+    (:func:`~.compiled.ball_runs`), no matrix, with the room of the
     rounding of two sums of those terms in any order. The sums of the
     matrix product lie within ``room`` of them, so they decide the same
     comparisons wherever they are not within twice their room
@@ -446,14 +448,14 @@ def run_bounds(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarray) -> 
     n_off = weights.offsets.shape[0]
     if hist.kind != "dense" or grid.wide or not (3 <= grid.d < COMPILED_FROM_D):
         return None
-    if len(weights.positions) != 1 or keys.size == 0 or n_off == 0:
+    if keys.size == 0 or n_off == 0:
         return None
     values = keys.size * n_off
     loaded = "numba" in sys.modules and values >= LOADED_GATHER_VALUES
     if not (values >= RUN_BOUND_VALUES or loaded or dense_compiled(grid)):
         return None
     # lazy: numba loads only where a kernel runs (3-D: large dense gathers)
-    from .compiled import run_bounds as run_kernel
+    from .compiled import ball_runs, ball_runs_many
 
     srt, run = sorted_runs(weights.offsets)
     first = np.flatnonzero(np.concatenate(([True], run[1:] != run[:-1])))
@@ -461,18 +463,24 @@ def run_bounds(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarray) -> 
     # each sorted offset's column in the weights (the support is built sorted)
     off = weights.offsets
     cols = np.arange(srt.shape[0]) if srt is off else np.lexsort(np.asarray(off).T[::-1])
-    w = np.ascontiguousarray(weights.row(0)[cols], dtype=np.float64)
+    n_pos = len(weights.positions)
+    # (terms, sub-positions): a term's weights side by side
+    w = np.ascontiguousarray(weights.transposed()[cols], dtype=np.float64)
     prefix = np.ascontiguousarray(srt[first, :-1], dtype=np.int64)
     lo = np.ascontiguousarray(srt[first, -1], dtype=np.int64)
     hi = np.ascontiguousarray(srt[last, -1], dtype=np.int64)
     vals = np.ascontiguousarray(hist.values, dtype=np.float64).ravel()
     shape = np.asarray(grid.shape, dtype=np.int64)
-    sums = np.empty(keys.size)
+    sums = np.empty(keys.size) if n_pos == 1 else np.empty((keys.size, n_pos))
     mag = np.empty(keys.size)
+    w1 = np.ascontiguousarray(w[:, 0])
     for a in range(0, keys.size, _DENSE_ROWS):
         coords = grid.decode(keys[a : a + _DENSE_ROWS])
         b = a + coords.shape[0]
-        run_kernel(vals, shape, coords, prefix, lo, hi, w, sums[a:b], mag[a:b])
+        if n_pos == 1:
+            ball_runs(vals, shape, coords, prefix, lo, hi, w1, sums[a:b], mag[a:b])
+        else:
+            ball_runs_many(vals, shape, coords, prefix, lo, hi, w, sums[a:b], mag[a:b])
     # gamma_n of n terms (every offset of the ball), as walk_bounds takes it
     u = n_off * 2.0**-53
     gamma = u / (1.0 - u) if u < 0.5 else math.inf
