@@ -542,8 +542,9 @@ def test_the_sums_by_runs_hold_the_product_s_within_their_room(eps, k, integer, 
 
 
 def test_the_sums_by_runs_are_taken_only_where_they_serve(monkeypatch):
-    """Public sizes decide: a dense 3-D release and large gathers; not a
-    sparse release or small gathers."""
+    """Public sizes decide: a dense 3-D release, large gathers and at most
+    eight sub-positions; not a sparse release, small gathers or three
+    sub-cells (27 sub-positions: the product is as cheap there)."""
     hist = _dense3(0.2, True, 70_032)
     g = hist.grid
     keys = g.encode(g.all_coords())
@@ -551,6 +552,8 @@ def test_the_sums_by_runs_are_taken_only_where_they_serve(monkeypatch):
     assert weightedsums.run_bounds(hist, one, keys[:10]) is None
     monkeypatch.setattr(weightedsums, "RUN_BOUND_VALUES", 0)
     assert weightedsums.run_bounds(hist, one, keys) is not None
+    assert weightedsums.run_bounds(hist, ball_weights(3, float(g.eta), 2), keys) is not None
+    assert weightedsums.run_bounds(hist, ball_weights(3, float(g.eta), 3), keys) is None
     sparse = _release("sparse", 3, 9, True, 3)
     assert weightedsums.run_bounds(sparse, ball_weights(3, 4.0, 1), sparse.released_keys) is None
 

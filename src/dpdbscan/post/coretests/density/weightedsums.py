@@ -430,6 +430,12 @@ def walk_bounds(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarray) ->
 #: (and the product), so above the compiler's import (0.5-0.8 s) from
 #: about 2^24 values; where numba is loaded, from :data:`LOADED_GATHER_VALUES`.
 RUN_BOUND_VALUES = 1 << 24
+#: Sub-positions up to which :func:`run_bounds` serves: each value read costs
+#: about 1.4 ns and 0.45 ns more per sub-position, where the gather costs
+#: about 6.6 ns and the product 0.25 ns per sub-position (3-D at the top
+#: rung: 2.2 s and 2.8 s for one and eight sub-positions, against 0.45 s and
+#: 1.2 s by runs), so they meet near 27 sub-positions (three sub-cells)
+RUN_MAX_POSITIONS = 8
 
 
 def run_bounds(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarray) -> WalkBounds | None:
@@ -448,7 +454,7 @@ def run_bounds(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarray) -> 
     n_off = weights.offsets.shape[0]
     if hist.kind != "dense" or grid.wide or not (3 <= grid.d < COMPILED_FROM_D):
         return None
-    if keys.size == 0 or n_off == 0:
+    if keys.size == 0 or n_off == 0 or len(weights.positions) > RUN_MAX_POSITIONS:
         return None
     values = keys.size * n_off
     loaded = "numba" in sys.modules and values >= LOADED_GATHER_VALUES
