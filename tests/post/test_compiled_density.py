@@ -491,3 +491,123 @@ def test_the_reach_in_the_keys_layout_keeps_the_padded_arrays_cells(kind, k, int
     for t, mask in zip(thresholds, got):
         assert np.array_equal(mask, weightedsums.may_reach(hist, w, keys, t))
         assert 0 < mask.sum() < keys.size
+
+
+def _dense3(eps: float, integer: bool, seed: int, amp: float = 1.0) -> NoisyHistogram:
+    """A dense 3-D release of 20^3 cells measured at ``eps`` (a ball of 117
+    to 613 offsets, as the automatic mode's rungs are): blobs (one near a
+    corner, so balls leave the grid) over noise, whose cells' sums spread
+    over many MinPts' thresholds."""
+    g = Grid(np.zeros(3), np.ones(3), 0.09, 4.0).at_eps(eps)
+    c = np.stack(np.meshgrid(*[np.arange(s) for s in g.shape], indexing="ij"), axis=-1)
+    bump = np.zeros(g.shape)
+    for centre, width in (((10.0, 9.0, 11.0), 2.5), ((1.0, 18.0, 2.0), 1.5)):
+        bump += 30.0 * np.exp(-((c - np.array(centre)) ** 2).sum(axis=-1) / (2 * width**2))
+    values = amp * bump + np.random.default_rng(seed).normal(0, 1.5, g.shape)
+    return NoisyHistogram(
+        grid=g, kind="dense", values=np.round(values).astype(np.int64) if integer else values, keys=None,
+        theta=0.0, noise="discrete" if integer else "laplace", scale=1.0, epsilon=1.0, delta=0.0,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("eps,k", [(0.09, 1), (0.2, 1), (0.15, 2)])
+@pytest.mark.parametrize("integer", [True, False])
+def test_the_sums_by_runs_hold_the_product_s_within_their_room(eps, k, integer, monkeypatch):
+    """On a dense 3-D release, the sums by runs of
+    :func:`~.weightedsums.run_bounds` (every cell, those near the faces too;
+    every sub-position)
+    lie within their room of the matrix product's sums, and the room is
+    only the rounding's (a term left out or read twice would be a whole
+    value off)."""
+    from dpdbscan.post.coretests.density import weighted_sums_at
+
+    monkeypatch.setattr(weightedsums, "RUN_BOUND_VALUES", 0)
+    hist = _dense3(eps, integer, 70_031)
+    g = hist.grid
+    w = ball_weights(3, float(g.eta), k)
+    keys = g.encode(g.all_coords())
+    bounds = weightedsums.run_bounds(hist, w, keys)
+    assert bounds is not None
+    E = weighted_sums_at(hist, w, keys)
+    sums = bounds.sums.reshape(E.shape)
+    assert np.all(np.abs(sums - E) <= bounds.room[:, None])
+    assert 0 < float(bounds.room.max()) < 1e-8
+    # the same keys in another order and block: the same sums
+    rev = weightedsums.run_bounds(hist, w, keys[::-1].copy())
+    assert rev is not None and np.array_equal(rev.sums[::-1], bounds.sums)
+    if k > 1:  # each sub-position's sums are those it gives alone
+        for p in (0, len(w.positions) - 1):
+            one = weightedsums.run_bounds(hist, _one_position(w, p), keys)
+            assert one is not None and np.array_equal(one.sums, bounds.sums[:, p])
+
+
+def test_the_sums_by_runs_are_taken_only_where_they_serve(monkeypatch):
+    """Public sizes decide: a dense 3-D release, large gathers and at most
+    eight sub-positions; not a sparse release, small gathers or three
+    sub-cells (27 sub-positions: the product is as cheap there)."""
+    hist = _dense3(0.2, True, 70_032)
+    g = hist.grid
+    keys = g.encode(g.all_coords())
+    one = ball_weights(3, float(g.eta), 1)
+    assert weightedsums.run_bounds(hist, one, keys[:10]) is None
+    monkeypatch.setattr(weightedsums, "RUN_BOUND_VALUES", 0)
+    assert weightedsums.run_bounds(hist, one, keys) is not None
+    assert weightedsums.run_bounds(hist, ball_weights(3, float(g.eta), 2), keys) is not None
+    assert weightedsums.run_bounds(hist, ball_weights(3, float(g.eta), 3), keys) is None
+    sparse = _release("sparse", 3, 9, True, 3)
+    assert weightedsums.run_bounds(sparse, ball_weights(3, 4.0, 1), sparse.released_keys) is None
+
+
+@pytest.mark.parametrize("shake", [0.0, 2.0])
+@pytest.mark.parametrize("integer", [True, False])
+@pytest.mark.parametrize("eps,k", [(0.15, 1), (0.2, 1), (0.15, 2)])
+def test_a_field_by_runs_decides_the_product_s_cores_bit_for_bit(eps, k, integer, shake, monkeypatch):
+    """In 3-D with one or two sub-cells, the field's estimates are the sums by runs
+    and the product's only where a comparison (the threshold, or the
+    occupancy's share) is too close to call: the same cells, the same
+    cores at every MinPts and the same product's sums where settled as the
+    oracle, the product's sums everywhere (no sums by runs); with two
+    sub-cells, a cell's whole row of eight sums is the product's where
+    one of them is too close to call. ``shake``
+    moves each sum by up to that many points inside a room widened by as
+    much, so that many comparisons are too close to call, some only at a
+    later MinPts."""
+    from dpdbscan.post.coretests.density import coresubcells, density_field
+
+    monkeypatch.setattr(weightedsums, "RUN_BOUND_VALUES", 0)
+    hist = _dense3(eps, integer, 70_033 + int(integer))
+    runs = coresubcells.run_bounds
+    rng = np.random.default_rng(70_034)
+
+    def shaken(*a):
+        b = runs(*a)
+        assert b is not None
+        moved = b.sums + rng.uniform(-shake, shake, b.sums.shape)
+        return weightedsums.WalkBounds(moved, b.room + shake)
+
+    monkeypatch.setattr(coresubcells, "run_bounds", shaken)
+    field = density_field(hist, 1, subcells=k)
+    assert field.unsettled is not None or shake == 0.0
+    monkeypatch.setattr(coresubcells, "run_bounds", lambda *a: None)
+    oracle = density_field(hist, 1, subcells=k)
+    assert oracle.unsettled is None and field.keys.size > 0
+    assert np.array_equal(field.keys, oracle.keys)
+    counts = set()
+    for m in range(1, 1500, 7):
+        core = field.core_mask(m)
+        assert np.array_equal(core, oracle.core_mask(m)), m
+        counts.add(int(core.sum()))
+    assert len(counts) > 5  # the ladder crosses many cells' sums
+    if field.unsettled is not None:
+        settled = field.unsettled.room == 0
+        assert np.array_equal(field.estimates[settled], oracle.estimates[settled])
+        if shake > 0:
+            assert settled.any()
+
+
+def _one_position(w, p: int):
+    """``w`` with sub-position p alone (the same offsets and weights)."""
+    import dataclasses
+
+    one = slice(p, p + 1)
+    return dataclasses.replace(w, positions=w.positions[one], index=w.index[one], support=w.support[one])

@@ -23,7 +23,15 @@ from ...sums import (
 )
 from .cover import COMPILED_FROM_D, cover_pays, cover_sums, dense_cover_candidates, shell_cover
 from .densitymargin import Margin, empty_truncation, margin, noise_variance
-from .weightedsums import ExactRows, may_reach, reach_pays, walk_bounds, weighted_sums_at
+from .weightedsums import (
+    ExactRows,
+    WalkBounds,
+    may_reach,
+    reach_pays,
+    run_bounds,
+    walk_bounds,
+    weighted_sums_at,
+)
 from .weights import BallWeights, ball_weights
 
 
@@ -75,8 +83,9 @@ OCCUPANCY_SIGMAS = 2.0  # ... or at least this many standard deviations of one c
 @dataclass
 class Unsettled:
     """Estimates of a :class:`DensityField` that are the walk's sums
-    (:class:`~.weightedsums.WalkBounds`, one sub-position), each within
-    ``room`` of the matrix product's (``room`` 0 once it is the product's).
+    (:class:`~.weightedsums.WalkBounds`, one sub-position) or the sums by
+    runs (:func:`~.weightedsums.run_bounds`, 3-D), each within ``room`` of
+    the matrix product's (``room`` 0 once it is the product's).
     The product's sums decide every comparison, so an estimate within
     twice its room of a threshold is replaced by the product's first
     (:meth:`settle`): the field decides the same cores, bit for bit, as
@@ -92,11 +101,14 @@ class Unsettled:
         Each estimate's row there.
     room : ndarray
         Each estimate's room.
+    cols : ndarray
+        Each estimate's column there (its sub-position).
     """
 
     exact: ExactRows
     rows: np.ndarray
     room: np.ndarray
+    cols: np.ndarray
 
     def settle(self, estimates: np.ndarray, thresholds: np.ndarray) -> None:
         """Replace by the product's sums the ``estimates`` that lie within
@@ -107,7 +119,7 @@ class Unsettled:
     def fix(self, estimates: np.ndarray, idx: np.ndarray) -> None:
         """Replace ``estimates[idx]`` by the product's sums (in place)."""
         if idx.size:
-            estimates[idx] = self.exact.rows(self.rows[idx])[:, 0]
+            estimates[idx] = self.exact.rows(self.rows[idx])[np.arange(idx.size), self.cols[idx]]
             self.room[idx] = 0.0
 
 
@@ -311,7 +323,8 @@ def density_field(
     else:
         cand = _candidates(hist, weights, tmin)
         own = None
-    E = unsettled = None
+    E = unsettled = exact = None
+    bounds: WalkBounds | None = None
     if reach_pays(hist, weights.offsets, cand.size):
         # an upper bound of every sub-position's sum in one compiled pass: the
         # exact sums below only for the cells it cannot rule out
@@ -319,19 +332,29 @@ def density_field(
         keep = may_reach(hist, weights, cand, tmin) if bounds is None else bounds.reach(tmin)
         cand = cand[keep]
         own = None if own is None else own[keep]
-        if bounds is not None and hist.kind == "dense" and len(weights.positions) == 1:
-            # one sub-position: the bound is the sum itself, in the walk's
-            # order; the product's sums only where the comparisons below
-            # (and the field's at a larger MinPts, Unsettled) are too close
-            # to call
-            E, room = bounds.sums[keep][:, None], bounds.room[keep]
-            unsettled = Unsettled(ExactRows(hist, weights, cand), np.arange(cand.size), room)
-            near = np.abs(E[:, 0] - thresholds[0]) <= 2.0 * room
-            if own is not None:
-                lo = share * (E[:, 0] - 2.0 * room) / S[0]
-                hi = share * (E[:, 0] + 2.0 * room) / S[0]
-                near |= (own >= lo) & (own < hi)
-            unsettled.fix(E[:, 0], np.flatnonzero(near))
+        if bounds is not None:
+            bounds = WalkBounds(bounds.sums[keep], bounds.room[keep])
+    else:
+        # 3-D, one sub-position, large gathers: the sums by runs (the
+        # candidates kept whole: the product's blocks are those of all of them)
+        bounds = run_bounds(hist, weights, cand)
+    if bounds is not None and hist.kind == "dense" and bounds.sums.size == cand.size * len(weights.positions):
+        # the sums themselves (the walk's with one sub-position, the runs'
+        # with any), in their own order; the product's sums only where the
+        # comparisons below (and the field's at a larger MinPts, Unsettled)
+        # are too close to call: the whole row of a cell where any of its
+        # sub-positions is
+        E, room = bounds.sums.reshape(cand.size, len(weights.positions)), bounds.room
+        exact = ExactRows(hist, weights, cand)
+        near = np.any(np.abs(E - thresholds[None, :]) <= 2.0 * room[:, None], axis=1)
+        if own is not None:
+            lo = share * (E - 2.0 * room[:, None]) / S[None, :]
+            hi = share * (E + 2.0 * room[:, None]) / S[None, :]
+            near |= np.any((own[:, None] >= lo) & (own[:, None] < hi), axis=1)
+        fix = np.flatnonzero(near)
+        if fix.size:
+            E[fix] = exact.rows(fix)
+            room[fix] = 0.0
     if E is None:
         E = weighted_sums_at(hist, weights, cand)
     live = E >= thresholds[None, :]
@@ -348,9 +371,10 @@ def density_field(
     est = E[rows, cols][inside]
     position = cols[inside]
     order = np.argsort(fkeys, kind="stable")
-    if unsettled is not None:
+    if exact is not None:
         at = rows[inside][order]
-        unsettled = Unsettled(unsettled.exact, at, unsettled.room[at]) if unsettled.room[at].any() else None
+        if room[at].any():
+            unsettled = Unsettled(exact, at, room[at], position[order])
     return DensityField(
         hist,
         fine,

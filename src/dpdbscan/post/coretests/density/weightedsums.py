@@ -382,7 +382,8 @@ class WalkBounds:
     order. ``room``: what the rounding of two sums of these terms in any
     order can differ by, 4 gamma_n max|W| sum_o |x~_{X+o}| (n every offset
     of the ball), so the matrix product's sum of a cell (one sub-position)
-    lies within ``room`` of ``sums``."""
+    lies within ``room`` of ``sums``. :func:`run_bounds` gives the same
+    (the sums by runs, of every sub-position: shape (n, k^d) with more than one)."""
 
     sums: np.ndarray
     room: np.ndarray
@@ -421,6 +422,75 @@ def walk_bounds(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarray) ->
     gamma = u / (1.0 - u) if u < 0.5 else math.inf
     wmax = max(float(np.abs(kmax).max()), float(np.abs(kmin).max())) if kmax.size else 0.0
     return WalkBounds(sums, 4.0 * gamma * wmax * mag)
+
+
+#: Values (rows times offsets) from which :func:`run_bounds` reads a dense
+#: 3-D release's sums by runs, in the compiled kernel, where numba is not
+#: loaded yet: about 2 ns a term against numpy's 40-50 ns a gathered value
+#: (and the product), so above the compiler's import (0.5-0.8 s) from
+#: about 2^24 values; where numba is loaded, from :data:`LOADED_GATHER_VALUES`.
+RUN_BOUND_VALUES = 1 << 24
+#: Sub-positions up to which :func:`run_bounds` serves: each value read costs
+#: about 1.4 ns and 0.45 ns more per sub-position, where the gather costs
+#: about 6.6 ns and the product 0.25 ns per sub-position (3-D at the top
+#: rung: 2.2 s and 2.8 s for one and eight sub-positions, against 0.45 s and
+#: 1.2 s by runs), so they meet near 27 sub-positions (three sub-cells)
+RUN_MAX_POSITIONS = 8
+
+
+def run_bounds(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarray) -> WalkBounds | None:
+    """:class:`WalkBounds` of the cells ``keys`` of a dense release below
+    :data:`~.cover.COMPILED_FROM_D` (3-D), where the gathers of
+    :func:`weighted_sums_at` would be large (public sizes: the grid, the
+    rows and the offsets; else None): each cell's weighted sums (``sums``
+    of shape (n,) with one sub-position, (n, k^d) with more) read by runs
+    of offsets along the last axis in one compiled pass
+    (:func:`~.compiled.ball_runs`), no matrix, with the room of the
+    rounding of two sums of those terms in any order. The sums of the
+    matrix product lie within ``room`` of them, so they decide the same
+    comparisons wherever they are not within twice their room
+    (:class:`~.coresubcells.Unsettled`; the product then decides)."""
+    grid = hist.grid
+    n_off = weights.offsets.shape[0]
+    if hist.kind != "dense" or grid.wide or not (3 <= grid.d < COMPILED_FROM_D):
+        return None
+    if keys.size == 0 or n_off == 0 or len(weights.positions) > RUN_MAX_POSITIONS:
+        return None
+    values = keys.size * n_off
+    loaded = "numba" in sys.modules and values >= LOADED_GATHER_VALUES
+    if not (values >= RUN_BOUND_VALUES or loaded or dense_compiled(grid)):
+        return None
+    # lazy: numba loads only where a kernel runs (3-D: large dense gathers)
+    from .compiled import ball_runs, ball_runs_many
+
+    srt, run = sorted_runs(weights.offsets)
+    first = np.flatnonzero(np.concatenate(([True], run[1:] != run[:-1])))
+    last = np.append(first[1:], run.size) - 1
+    # each sorted offset's column in the weights (the support is built sorted)
+    off = weights.offsets
+    cols = np.arange(srt.shape[0]) if srt is off else np.lexsort(np.asarray(off).T[::-1])
+    n_pos = len(weights.positions)
+    # (terms, sub-positions): a term's weights side by side
+    w = np.ascontiguousarray(weights.transposed()[cols], dtype=np.float64)
+    prefix = np.ascontiguousarray(srt[first, :-1], dtype=np.int64)
+    lo = np.ascontiguousarray(srt[first, -1], dtype=np.int64)
+    hi = np.ascontiguousarray(srt[last, -1], dtype=np.int64)
+    vals = np.ascontiguousarray(hist.values, dtype=np.float64).ravel()
+    shape = np.asarray(grid.shape, dtype=np.int64)
+    sums = np.empty(keys.size) if n_pos == 1 else np.empty((keys.size, n_pos))
+    mag = np.empty(keys.size)
+    w1 = np.ascontiguousarray(w[:, 0])
+    for a in range(0, keys.size, _DENSE_ROWS):
+        coords = grid.decode(keys[a : a + _DENSE_ROWS])
+        b = a + coords.shape[0]
+        if n_pos == 1:
+            ball_runs(vals, shape, coords, prefix, lo, hi, w1, sums[a:b], mag[a:b])
+        else:
+            ball_runs_many(vals, shape, coords, prefix, lo, hi, w, sums[a:b], mag[a:b])
+    # gamma_n of n terms (every offset of the ball), as walk_bounds takes it
+    u = n_off * 2.0**-53
+    gamma = u / (1.0 - u) if u < 0.5 else math.inf
+    return WalkBounds(sums, 4.0 * gamma * float(np.abs(w).max()) * mag)
 
 
 class ExactRows:
