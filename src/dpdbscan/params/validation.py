@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import PrivacyLeakWarning
+from ..traces.times import pandas_extension
 from .parameters import Real, _plain, check_param
 
 
@@ -77,6 +78,13 @@ def check_array(
         if cells is None:
             raise ValueError(f"{name} must be a 2-D numeric array: {type(exc).__name__}") from None
         arr, by_cells = cells, True
+    if arr.dtype.kind == "b" and pandas_extension(X):
+        # pandas' nullable booleans: a numpy bool array without a missing
+        # value (refused below) and an object array with one (read cell by
+        # cell): read them cell by cell always, so that one missing value
+        # never decides whether the fit is refused (docs/privacy.md section 8,
+        # round 15)
+        arr = arr.astype(object)
     if isinstance(X, (list, tuple)) and arr.dtype.kind not in "iuf" and not by_cells:
         # numpy typed the cells together (one text cell made every cell text,
         # one complex number every number complex): each cell on its own
