@@ -61,6 +61,11 @@ def check_array(
     the right length would lift a refusal. Without ``every_row``
     (``predict``, which releases nothing), such a list is refused as an
     array of another width."""
+    if np.ma.isMaskedArray(X):
+        # a masked cell is missing (NaN: the clean rule drops its row), never
+        # the value it hides (round 15)
+        kind = X.dtype.kind
+        X = np.ma.filled(X.astype(np.float64 if kind in "iuf" else object), np.nan)
     if isinstance(X, np.ndarray) and X.dtype.kind in "iuf" and X.ndim == 2 and X.shape[1]:
         return np.asarray(X, dtype=np.float64)
     if hasattr(X, "toarray") or hasattr(X, "tocsr") or type(X).__module__.startswith("scipy.sparse"):

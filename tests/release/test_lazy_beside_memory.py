@@ -1,0 +1,92 @@
+"""Dask objects given beside points in memory (the numpy backend): a unit
+column that is a dask array is read by its values, and a dask Series or
+array built on dask's text readers is refused before any record is read, as
+the Dask backend refuses it (docs/privacy.md section 8, round 15)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from dpdbscan import DPDBSCAN
+from dpdbscan.ledger import Ledger
+
+dd = pytest.importorskip("dask.dataframe")
+da = pytest.importorskip("dask.array")
+pd = pytest.importorskip("pandas")
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::dpdbscan.exceptions.InsecureRandomnessWarning", "ignore::dpdbscan.exceptions.UtilityWarning"
+)
+
+PARAMS = dict(eps=0.1, min_samples=3, bounds=([0, 0], [1, 1]), delta=1e-6, max_cells_per_unit=2)
+
+
+def _points(n: int = 600):
+    X = np.random.default_rng(70_015).random((n, 2))
+    return X, np.arange(n) % 60
+
+
+def _fit(X, units, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return DPDBSCAN(**PARAMS, random_state=5, **kw).fit(X, units=units)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, object])
+def test_a_dask_array_of_units_beside_points_in_memory_is_read_by_its_values(dtype):
+    # iterated, each id was a dask array of its own, no readable id: every
+    # row was dropped as one without a unit, and nothing was released
+    X, ids = _points()
+    ref = _fit(X, ids).spans_.histogram.values
+    got = _fit(X, da.from_array(ids.astype(dtype), chunks=100)).spans_.histogram.values
+    assert np.array_equal(got, ref) and ref.sum() > 0
+
+
+def test_a_masked_array_of_units_reads_a_masked_id_as_missing():
+    X, ids = _points()
+    masked = np.ma.masked_array(ids, mask=ids == 7)
+    ref = _fit(X[ids != 7], ids[ids != 7]).spans_.histogram.values
+    assert np.array_equal(_fit(X, masked).spans_.histogram.values, ref)
+
+
+def test_a_masked_cell_of_x_is_missing_never_the_value_it_hides():
+    X, ids = _points()
+    hidden = X.copy()
+    hidden[::5, 0] = 0.123  # hidden under the mask: never read
+    masked = np.ma.masked_array(hidden, mask=np.zeros_like(hidden, dtype=bool))
+    masked[::5, 0] = np.ma.masked
+    keep = np.arange(len(X)) % 5 != 0
+    ref = _fit(X[keep], ids[keep]).spans_.histogram.values
+    assert np.array_equal(_fit(masked, ids).spans_.histogram.values, ref)
+
+
+def _csv(tmp_path, name, ids):
+    path = tmp_path / name
+    path.write_text("u\n" + "\n".join(ids) + "\n")
+    return dd.read_csv(str(path), blocksize=2000)["u"]
+
+
+@pytest.mark.parametrize("as_array", [False, True])
+def test_units_read_by_dask_read_csv_beside_points_in_memory_are_refused_before_the_ledger(
+    tmp_path, as_array
+):
+    # D: integer ids, released; D': one more row whose id is text, past the
+    # rows dask typed the column from: the read failed ("Mismatched dtypes"),
+    # so one row decided whether a release happened. Now both are refused,
+    # from how the column was built, before a ledger charges
+    X, ids = _points()
+    text = [str(i) for i in ids]
+    ledger = Ledger.create(tmp_path / "b.ledger", "devices", 10.0, 1e-3, unit="unit")
+    for name, x, rows in (("d.csv", X, text), ("d2.csv", np.vstack([X, [[0.5, 0.5]]]), [*text, "SECRET7"])):
+        col = _csv(tmp_path, name, rows)
+        units = col.to_dask_array() if as_array else col
+        with pytest.raises(ValueError, match="read_csv") as err:
+            _fit(x, units, ledger=ledger)
+        assert "SECRET7" not in str(err.value)
+    assert len(ledger.account().releases) == 0
+    # the same ids in memory are released, and charged
+    _fit(X, pd.Series(ids), ledger=ledger)
+    assert len(ledger.account().releases) == 1
