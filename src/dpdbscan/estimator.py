@@ -20,6 +20,7 @@ from .params.parameters import PARAMETERS, check_units, grid_eta
 from .params.specs import ReleaseSpec, Seed
 from .params.validation import check_array, check_bounds, check_positive, standardised_note
 from .pipeline import fit as fit_release
+from .pipeline import refuse_lazy_text_reads
 from .plan.autoplan import place_extent
 from .plan.outlook import Forecast
 from .plan.resolve import forecast_of, validated
@@ -406,7 +407,7 @@ class DPDBSCAN(EstimatorBase):
                 "void the guarantee: give public bounds=(lower, upper)"
             )
         _check_events(p, units, times, status, geo="projection" in metadata)
-        _refuse_lazy_text_reads(X, units, times, status)
+        refuse_lazy_text_reads(X, units, times, status)
         names = _feature_names(X)
         backend = resolve_backend(p["backend"])
         pts = prepare(
@@ -657,6 +658,7 @@ def fit_lonlat(
         raise ValueError(
             f"bounds must be (lon_min, lat_min, lon_max, lat_max) in degrees, got bounds={bounds!r}"
         )
+    refuse_lazy_text_reads(lonlat, units, times, status)
     names = _feature_names(lonlat)
     if names is not None:
         # public column names that say latitude first: refused before a value is read
@@ -718,24 +720,6 @@ def forecast_lonlat(
     ladder = None if eps_ladder is None else [float(read_length(e, geo=True)) for e in eps_ladder]
     est = DPDBSCAN(km, min_samples=min_samples, epsilon=epsilon, bounds=(box.lower, box.upper), **kwargs)
     return est._forecast(n_expected, 2, n_units_expected, ladder, places=place_extent(box.meta))
-
-
-def _refuse_lazy_text_reads(*given: Any) -> None:
-    """Refuse, before any record is read or charged, a dask object (points,
-    units, times or a status column) built on dask's text, SQL or Bag
-    readers, which type a column from its first rows and fail the whole read
-    on one later value of another type. The Dask backend refused such points
-    and unit columns where it reads them; beside points in memory (the numpy
-    backend) a dask Series or array of units was computed as it was, so one
-    row decided whether a release happened (docs/privacy.md section 8, round
-    15). Public: how each was built, never a value."""
-    for g in given:
-        if g is None or isinstance(g, str) or not hasattr(g, "__dask_graph__"):
-            continue
-        # lazy: dask is an optional extra; only a dask object (its graph) brings it here
-        from .release.backends.dask_backend import check_frame_readers
-
-        check_frame_readers(g)
 
 
 def _check_events(p: dict[str, Any], units: Any, times: Any, status: Any, *, geo: bool) -> None:

@@ -90,3 +90,36 @@ def test_units_read_by_dask_read_csv_beside_points_in_memory_are_refused_before_
     # the same ids in memory are released, and charged
     _fit(X, pd.Series(ids), ledger=ledger)
     assert len(ledger.account().releases) == 1
+
+
+def test_fit_lonlat_refuses_units_read_by_dask_read_csv(tmp_path):
+    from dpdbscan import fit_lonlat
+
+    rng = np.random.default_rng(70_016)
+    lonlat = np.column_stack([rng.uniform(116.3, 116.5, 300), rng.uniform(39.8, 40.0, 300)])
+    units = _csv(tmp_path, "u.csv", [str(i % 30) for i in range(300)])
+    with pytest.raises(ValueError, match="read_csv"):
+        fit_lonlat(
+            lonlat,
+            eps="500m",
+            bounds=(116.3, 39.8, 116.5, 40.0),
+            units=units,
+            max_cells_per_unit=2,
+            delta=1e-6,
+        )
+
+
+def test_a_series_refuses_units_read_by_dask_read_csv(tmp_path):
+    from dpdbscan.params.parameters import validate
+    from dpdbscan.series import SeriesInput, fit_series, plan_series
+    from dpdbscan.traces.periods import Periods
+
+    lower, upper = np.zeros(2), np.full(2, 10.0)
+    p = validate(dict(epsilon=2.0, delta=1e-5, eps=0.5, min_samples=10, max_cells_per_unit=4, random_state=3))
+    periods = Periods("day", "2024-03-04", "2024-03-07")
+    n = 180
+    X = np.full((n, 2), 2.5)
+    t = [1_709_510_400 + 3600 * (j % 40) for j in range(n)]
+    units = _csv(tmp_path, "u.csv", [str(i // 3) for i in range(n)])
+    with pytest.raises(ValueError, match="read_csv"):
+        fit_series(SeriesInput(X, lower, upper, p, units, t), plan_series(p, lower, upper, periods))
