@@ -77,10 +77,11 @@ def read_units(units: Any, unreadable: list[int] | None = None) -> Any:
         and hasattr(units, "__dask_graph__")
         and hasattr(units, "ndim")
     ):
-        # a dask array beside rows in memory: its values, typed by its dtype
-        # (iterated, each id was a dask array of its own, no readable id, and
-        # every row was dropped as one without a unit; round 15)
-        units = np.asarray(units)
+        # a dask array or Series beside rows in memory: computed, then read
+        # by its own type as in memory (an array iterated gave each id as a
+        # dask array of its own, no readable id, and every row was dropped
+        # as one without a unit; round 15)
+        units = units.compute()
     if np.ma.isMaskedArray(units):
         # a masked id is missing, whatever value it hides; every id read one
         # by one, mask or none, so that one masked id never changes how the
