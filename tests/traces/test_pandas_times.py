@@ -36,6 +36,8 @@ BOOLEANS = {
     "boolean Index": lambda v: pd.Index(v, dtype="boolean"),
     "bool[pyarrow] Series": lambda v: pd.Series(v, dtype="bool[pyarrow]"),
     "categorical of booleans": lambda v: pd.Series(pd.Categorical(v)),
+    # numpy's bool: pandas makes the Series object to hold a missing value
+    "bool Series": lambda v: pd.Series(v),
 }
 
 
@@ -126,4 +128,17 @@ def test_a_column_of_nullable_booleans_is_read_with_or_without_a_missing_value(d
     assert np.array_equal(b[:50], a) and np.isnan(b[50, 0])
     for f in frames:
         est = DPDBSCAN(eps=0.1, min_samples=3, bounds=(0, 1), random_state=3).fit(f)
+        assert est.n_features_in_ == 1
+
+
+@pytest.mark.parametrize("kind", ["table", "batch"])
+def test_a_pyarrow_column_of_booleans_is_read_with_or_without_a_null(kind):
+    # numpy's array of a one-column table of booleans was bool (refused)
+    # without a null and float (released) with one
+    for values in ([True, False] * 25, [True, False] * 25 + [None]):
+        t = pa.table({"x": pa.array(values, pa.bool_())})
+        X = t if kind == "table" else t.to_batches()[0]
+        got = check_array(X, every_row=True)
+        assert np.array_equal(got[:50, 0], [1.0, 0.0] * 25)
+        est = DPDBSCAN(eps=0.1, min_samples=3, bounds=(0, 1), random_state=3).fit(X)
         assert est.n_features_in_ == 1

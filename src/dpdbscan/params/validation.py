@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import PrivacyLeakWarning
-from ..traces.times import pandas_extension
 from .parameters import Real, _plain, check_param
 
 
@@ -83,12 +82,14 @@ def check_array(
         if cells is None:
             raise ValueError(f"{name} must be a 2-D numeric array: {type(exc).__name__}") from None
         arr, by_cells = cells, True
-    if arr.dtype.kind == "b" and pandas_extension(X):
-        # pandas' nullable booleans: a numpy bool array without a missing
-        # value (refused below) and an object array with one (read cell by
-        # cell): read them cell by cell always, so that one missing value
+    if arr.dtype.kind == "b" and not isinstance(X, np.ndarray):
+        # booleans of a pandas frame or a pyarrow table (``bool``,
+        # ``boolean``, ``bool[pyarrow]``): a numpy bool array without a
+        # missing value (refused below) and an object or float array with one
+        # (read): read them cell by cell always, so that one missing value
         # never decides whether the fit is refused (docs/privacy.md section 8,
-        # round 15)
+        # round 15). A numpy bool array, which holds no missing value, is
+        # refused by its dtype (public)
         arr = arr.astype(object)
     if isinstance(X, (list, tuple)) and arr.dtype.kind not in "iuf" and not by_cells:
         # numpy typed the cells together (one text cell made every cell text,

@@ -218,26 +218,15 @@ def as_column(values: Any) -> np.ndarray:
     if isinstance(values, (list, tuple)):
         return np.fromiter(values, dtype=object, count=len(values))
     arr = np.asarray(values)
-    if arr.dtype.kind == "b" and pandas_extension(values):
-        # pandas' nullable booleans (``boolean``, ``bool[pyarrow]``, a
+    if arr.dtype.kind == "b" and type(values).__module__.split(".")[0] == "pandas":
+        # pandas' booleans (``bool``, ``boolean``, ``bool[pyarrow]``, a
         # categorical of booleans) are a numpy bool array without a missing
-        # value and an object array with one: read them as objects always, so
-        # that one missing value never changes how the others are read
+        # value and an object array with one (pandas makes a ``bool`` Series
+        # ``object`` to hold it): read them as objects always, so that one
+        # missing value never changes how the others are read
         # (docs/privacy.md section 8, round 15)
         arr = arr.astype(object)
     return arr
-
-
-def pandas_extension(values: Any) -> bool:
-    """Whether ``values`` is a pandas container (a Series, an Index, an
-    array or a DataFrame) of a pandas extension dtype, whose numpy array's
-    dtype may depend on whether a value is missing (public: the dtypes)."""
-    if type(values).__module__.split(".")[0] != "pandas":
-        return False
-    dtypes = getattr(values, "dtypes", None)
-    if dtypes is not None and not hasattr(dtypes, "kind"):  # a DataFrame: one dtype per column
-        return any(not isinstance(d, np.dtype) for d in dtypes)
-    return not isinstance(getattr(values, "dtype", None), np.dtype)
 
 
 def combined(values: Any) -> Any:
