@@ -169,3 +169,18 @@ def test_units_read_from_parquet_with_default_types_beside_points_in_memory_are_
         units = _lengths(col) if as_array else col
         spots.append(_spot(_fit(x, units, max_cells_per_unit=4).spans_))
     assert spots[0] == spots[1] > 30
+
+
+def test_a_text_id_with_a_lone_surrogate_in_pandas_strings_never_fails_the_fit():
+    # pandas' python-stored strings hold a lone surrogate, which Arrow's
+    # conversion refused (UnicodeEncodeError, the character quoted): D
+    # released, D' (one more row of such a unit) failed
+    X, ids = _points()
+    text = [f"p{i}" for i in ids]
+    ref = _fit(X, pd.Series(text, dtype=pd.StringDtype("python"))).spans_.histogram.values
+    odd = pd.Series([*text, "\ud800"], dtype=pd.StringDtype("python"))
+    got = _fit(np.vstack([X, [[0.95, 0.95]]]), odd).spans_
+    assert got.histogram.values.shape == ref.shape
+    # the same units as the same ids read one by one (a list)
+    again = _fit(np.vstack([X, [[0.95, 0.95]]]), [*text, "\ud800"]).spans_.histogram.values
+    assert np.array_equal(got.histogram.values, again)

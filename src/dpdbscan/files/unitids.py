@@ -134,7 +134,10 @@ def _read_pandas(s: Any, unreadable: list[int] | None = None) -> Any:
         if pa is not None:
             try:
                 arr = pa.array(s, from_pandas=True)
-            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, UnicodeError):
+                # UnicodeError: a text id with a lone surrogate (pandas' python-stored
+                # strings hold one) failed the fit, its character quoted; id by id
+                # below, that id is its own unit (round 15)
                 arr = None
             if arr is not None and arrow_type_ok(arr.type):
                 return pa.chunked_array([arr], type=arr.type)
