@@ -20,6 +20,7 @@ from .params.parameters import PARAMETERS, check_units, grid_eta
 from .params.specs import ReleaseSpec, Seed
 from .params.validation import check_array, check_bounds, check_positive, standardised_note
 from .pipeline import fit as fit_release
+from .pipeline import refuse_lazy_text_reads
 from .plan.autoplan import place_extent
 from .plan.outlook import Forecast
 from .plan.resolve import forecast_of, validated
@@ -406,6 +407,7 @@ class DPDBSCAN(EstimatorBase):
                 "void the guarantee: give public bounds=(lower, upper)"
             )
         _check_events(p, units, times, status, geo="projection" in metadata)
+        refuse_lazy_text_reads(X, units, times, status)
         names = _feature_names(X)
         backend = resolve_backend(p["backend"])
         pts = prepare(
@@ -656,6 +658,7 @@ def fit_lonlat(
         raise ValueError(
             f"bounds must be (lon_min, lat_min, lon_max, lat_max) in degrees, got bounds={bounds!r}"
         )
+    refuse_lazy_text_reads(lonlat, units, times, status)
     names = _feature_names(lonlat)
     if names is not None:
         # public column names that say latitude first: refused before a value is read

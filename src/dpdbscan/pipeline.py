@@ -74,6 +74,29 @@ from .traces import Events, event_rows, group_codes, no_events_note, parsed_inpu
 DELTA_PER_UNIT_NOTE = 0.1
 
 
+def refuse_lazy_text_reads(X: Any, units: Any = None, *others: Any) -> None:
+    """Refuse, before any record is read or charged, a dask object (points
+    ``X``, ``units``, times or a status column among ``others``) built on
+    dask's text, SQL or Bag readers, which type a column from its first rows
+    and fail the whole read on one later value of another type, and dask
+    ``units`` read from Parquet with pandas' default integer types (one
+    missing id makes the others floats and merges them). The Dask backend
+    refused such points and unit columns of a frame where it reads them;
+    beside points in memory (the numpy backend), or given as a Series or
+    array, they were computed as they were, so one row decided whether a
+    release happened, or merged units (docs/privacy.md section 8, round 15).
+    Public: how each was built and its declared type, never a value."""
+    for i, g in enumerate((X, units, *others)):
+        if g is None or isinstance(g, str) or not hasattr(g, "__dask_graph__"):
+            continue
+        # lazy: dask is an optional extra; only a dask object (its graph) brings it here
+        from .release.backends.dask_backend import check_frame_readers, check_lazy_units
+
+        check_frame_readers(g)
+        if i == 1:
+            check_lazy_units(g)
+
+
 def _delta_note(units: Any, delta: float) -> str | None:
     """A private note, after the release, when ``delta`` is not far below
     one over the number of units. That number is private: it must not
@@ -620,4 +643,4 @@ def _model_of(r: Resolved, hist: NoisyHistogram, spans: Spans, spec: SpanSpec, *
     )
 
 
-__all__ = ["fit"]
+__all__ = ["fit", "refuse_lazy_text_reads"]

@@ -52,6 +52,7 @@ from .model.predict import predict_spans
 from .model.record import SpanModel
 from .params.validation import check_array
 from .pipeline import fit as fit_release
+from .pipeline import refuse_lazy_text_reads
 from .plan.resolve import resolve
 from .release import periodtable
 from .release.backends import NumpyBackend
@@ -853,6 +854,7 @@ def _in_horizon(
     them): a list is never typed together by numpy, where one id of 0.5
     would make ids near 2**60 floats and merge them. The points are read row
     by row as the estimator reads them (:func:`_series_rows`)."""
+    refuse_lazy_text_reads(X, units, times)
     X = _series_rows(X, width)
     units = _unit_ids(units, X.shape[0])
     period = PeriodOf(periods, time_unit)(times)

@@ -72,6 +72,25 @@ def read_units(units: Any, unreadable: list[int] | None = None) -> Any:
     arrow = _arrow_of(units)
     if arrow is not None:
         return arrow
+    if (
+        type(units).__module__.split(".")[0] == "dask"
+        and hasattr(units, "__dask_graph__")
+        and hasattr(units, "ndim")
+    ):
+        # a dask array or Series beside rows in memory: computed, then read
+        # by its own type as in memory (an array iterated gave each id as a
+        # dask array of its own, no readable id, and every row was dropped
+        # as one without a unit; round 15)
+        units = units.compute()
+    if np.ma.isMaskedArray(units):
+        # a masked id is missing, whatever value it hides; every id read one
+        # by one, mask or none, so that one masked id never changes how the
+        # others are read (round 15)
+        values = np.asarray(units.data).astype(object).ravel()
+        values[np.ma.getmaskarray(units).ravel()] = None
+        if units.ndim == 2 and 1 in units.shape or units.ndim == 1:
+            return canonical_ids(values.tolist(), unreadable)
+        raise ValueError(f"units must be one-dimensional, one id per row; got shape {units.shape}")
     if type(units).__module__.split(".")[0] == "pandas":
         return _read_pandas(units, unreadable)
     if isinstance(units, np.ndarray):
@@ -115,7 +134,10 @@ def _read_pandas(s: Any, unreadable: list[int] | None = None) -> Any:
         if pa is not None:
             try:
                 arr = pa.array(s, from_pandas=True)
-            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, UnicodeError):
+                # UnicodeError: a text id with a lone surrogate (pandas' python-stored
+                # strings hold one) failed the fit, its character quoted; id by id
+                # below, that id is its own unit (round 15)
                 arr = None
             if arr is not None and arrow_type_ok(arr.type):
                 return pa.chunked_array([arr], type=arr.type)

@@ -60,6 +60,11 @@ def check_array(
     the right length would lift a refusal. Without ``every_row``
     (``predict``, which releases nothing), such a list is refused as an
     array of another width."""
+    if np.ma.isMaskedArray(X):
+        # a masked cell is missing (NaN: the clean rule drops its row), never
+        # the value it hides (round 15)
+        kind = X.dtype.kind
+        X = np.ma.filled(X.astype(np.float64 if kind in "iuf" else object), np.nan)
     if isinstance(X, np.ndarray) and X.dtype.kind in "iuf" and X.ndim == 2 and X.shape[1]:
         return np.asarray(X, dtype=np.float64)
     if hasattr(X, "toarray") or hasattr(X, "tocsr") or type(X).__module__.startswith("scipy.sparse"):
@@ -77,6 +82,15 @@ def check_array(
         if cells is None:
             raise ValueError(f"{name} must be a 2-D numeric array: {type(exc).__name__}") from None
         arr, by_cells = cells, True
+    if arr.dtype.kind == "b" and not isinstance(X, np.ndarray):
+        # booleans of a pandas frame or a pyarrow table (``bool``,
+        # ``boolean``, ``bool[pyarrow]``): a numpy bool array without a
+        # missing value (refused below) and an object or float array with one
+        # (read): read them cell by cell always, so that one missing value
+        # never decides whether the fit is refused (docs/privacy.md section 8,
+        # round 15). A numpy bool array, which holds no missing value, is
+        # refused by its dtype (public)
+        arr = arr.astype(object)
     if isinstance(X, (list, tuple)) and arr.dtype.kind not in "iuf" and not by_cells:
         # numpy typed the cells together (one text cell made every cell text,
         # one complex number every number complex): each cell on its own

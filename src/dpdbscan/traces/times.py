@@ -201,7 +201,11 @@ def _masked_numbers(values: Any) -> np.ndarray | None:
         return None
     if getattr(dtype, "numpy_dtype", None) is None:
         return None
-    out = np.asarray(values.to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64)
+    # a copy: without a missing value pandas gives a read-only view of the
+    # values (a Float64 Index, an Arrow double column), which the line below
+    # failed to write, so that one missing value decided whether the times
+    # were read (docs/privacy.md section 8, round 15)
+    out = np.array(values.to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64, copy=True)
     out[~np.isfinite(out)] = np.nan
     return out
 
@@ -213,7 +217,16 @@ def as_column(values: Any) -> np.ndarray:
     value would decide how the others are read."""
     if isinstance(values, (list, tuple)):
         return np.fromiter(values, dtype=object, count=len(values))
-    return np.asarray(values)
+    arr = np.asarray(values)
+    if arr.dtype.kind == "b" and type(values).__module__.split(".")[0] == "pandas":
+        # pandas' booleans (``bool``, ``boolean``, ``bool[pyarrow]``, a
+        # categorical of booleans) are a numpy bool array without a missing
+        # value and an object array with one (pandas makes a ``bool`` Series
+        # ``object`` to hold it): read them as objects always, so that one
+        # missing value never changes how the others are read
+        # (docs/privacy.md section 8, round 15)
+        arr = arr.astype(object)
+    return arr
 
 
 def combined(values: Any) -> Any:

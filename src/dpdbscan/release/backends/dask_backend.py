@@ -453,6 +453,36 @@ def check_frame_units(X: Any, unit: str) -> None:
     )
 
 
+def check_lazy_units(units: Any) -> None:
+    """Refuse a dask Series or array of unit ids (beside points in memory,
+    or with the Dask backend) that dask's Parquet reader types from the
+    values: read with pandas' default types, an integer column is declared
+    int64 but is float64 in every partition that holds a null, so ids above
+    2**53 are rounded and units merged when one row has no id, as
+    :func:`check_frame_units` refuses for a frame's unit column (round 15).
+    Public: the declared types and the readers in the graph."""
+    import dask.dataframe as dd
+
+    if isinstance(units, dd.Series):
+        readers = [node for node, kind in _frame_readers(units) if kind == "parquet"]
+        declared = [units.dtype]
+        for node in readers:
+            meta = getattr(node, "_meta", None)
+            if meta is not None and units.name in getattr(meta, "columns", ()):
+                declared.append(meta.dtypes[units.name])  # as read, before any astype of the caller's
+        found = bool(readers)
+    else:
+        found = "parquet" in _graph_readers(units)
+        declared = [getattr(units, "dtype", None)]
+    if found and any(isinstance(t, np.dtype) and t.kind in "iu" for t in declared):
+        raise ValueError(
+            "these units were read from Parquet with pandas' default types: an integer column is "
+            "then float64 in each partition that holds a missing id, which rounds ids above 2**53 "
+            "and merges units. Read it with dd.read_parquet(..., dtype_backend='numpy_nullable') "
+            "(or give the files' paths to the fit)"
+        )
+
+
 #: The names of the delayed tasks with which dask's read_json reads a file
 #: or a block, and read_sql_table, read_sql_query and read_sql a partition
 #: (its graph's keys begin with them).
@@ -513,6 +543,8 @@ _READER_FUNCTIONS: dict[tuple[Any, Any], str] = {
     ("dask.dataframe.io.json", "read_json_chunk"): "json",
     ("dask.dataframe.io.sql", "_read_sql_chunk"): "sql",
     ("dask.bag.core", "to_dataframe"): "bag",
+    # an object that reads a Parquet part (its class, not a function)
+    ("dask.dataframe.io.parquet.core", "ParquetFunctionWrapper"): "parquet",
 }
 
 
@@ -536,7 +568,8 @@ def _graph_readers(X: Any) -> set[str]:
             func, args = getattr(task, "func", None), list(getattr(task, "args", ()) or ())
         inner = getattr(func, "func", func)  # a functools.partial's function
         for f in (func, inner):
-            kind = _READER_FUNCTIONS.get((getattr(f, "__module__", None), getattr(f, "__name__", None)))
+            name = getattr(f, "__name__", None) or type(f).__name__
+            kind = _READER_FUNCTIONS.get((getattr(f, "__module__", None), name))
             if kind is not None:
                 found.add(kind)
         for a in args:
