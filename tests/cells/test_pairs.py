@@ -376,7 +376,8 @@ def test_a_few_fits_are_the_same_with_and_without_pairs(d, histogram, core, subc
     test_fits_are_the_same_with_and_without_pairs.hypothesis.inner_test(d, 3, histogram, core, subcells)
 
 
-@pytest.mark.parametrize("d", [2, 4])
+# 4-D: 7-26 s of a loaded machine's CPU; make test-slow.
+@pytest.mark.parametrize("d", [2, pytest.param(4, marks=pytest.mark.slow)])
 def test_person_level_fits_are_the_same_with_and_without_pairs(d):
     def units(X):
         return np.arange(X.shape[0]) // 3
@@ -1058,8 +1059,9 @@ def _fit_both_weights(d, seed, units=None, **kw):
         (2, "dense", "density", 2),
         (3, "sparse", "bound", 1),
         (4, "sparse", "density", 2),
-        (5, "sparse", "density", 1),
-        (6, "dense", "density", 1),
+        # 5-D and 6-D: 5-19 s each on a loaded machine; make test-slow (7-D and 8-D stay)
+        pytest.param(5, "sparse", "density", 1, marks=pytest.mark.slow),
+        pytest.param(6, "dense", "density", 1, marks=pytest.mark.slow),
         (7, "sparse", "bound", 1),
         (8, "sparse", "density", 1),
     ],

@@ -205,8 +205,17 @@ _SUBCELL_CASES = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("dense", [True, False], ids=["dense", "sparse"])
-@pytest.mark.parametrize("case", range(len(_SUBCELL_CASES)))
+@pytest.mark.parametrize(
+    # (8-D dense: 4-19 s a case, by the load: make test-slow; 8-D sparse stays)
+    "case, dense",
+    [
+        pytest.param(c, dense, id=f"{c}-{'dense' if dense else 'sparse'}", marks=pytest.mark.slow)
+        if _SUBCELL_CASES[c][0] == 8 and dense
+        else pytest.param(c, dense, id=f"{c}-{'dense' if dense else 'sparse'}")
+        for dense in (True, False)
+        for c in range(len(_SUBCELL_CASES))
+    ],
+)
 def test_merge_of_sub_cells_equals_brute_force(case, dense):
     """Core sub-cells merged by centres within alpha (and by NB on the fine
     grid), through the walk over blocks of a cell's own sub-cells (k > 1) or
