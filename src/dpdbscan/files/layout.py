@@ -349,7 +349,7 @@ def check_polyline_columns(names: Sequence[str]) -> None:
 _POLYLINE_WAY_OUT = (
     "Convert the trips to one row per point first, each with its unit and its time (the trip's "
     "start plus 15 s times the point's index in Porto's data), e.g. python "
-    "docs/examples/polyline_points.py train.csv points.csv (docs/places.md, 'One row per trip'), "
+    "docs/examples/polyline_points.py train.csv points.csv (docs/user-guide.md, 'One row per trip'), "
     "then fit points.csv with --header --columns lon lat --unit taxi --time time"
 )
 
