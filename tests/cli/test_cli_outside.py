@@ -133,3 +133,17 @@ def test_the_step_drops_each_row_alone_with_its_unit_time_and_status():
         grown = drop_outside_step()(more).X
         inside = bool(np.all((np.array(extra) >= 0) & (np.array(extra) <= 10)))
         np.testing.assert_array_equal(grown, np.vstack([got.X, [extra]]) if inside else got.X)
+
+
+def test_the_model_of_a_dropping_fit_meets_the_published_schema(capsys, tmp_path):
+    jsonschema = pytest.importorskip("jsonschema")
+    from importlib.resources import files
+
+    data = _traces(tmp_path / "traces.csv", n_units=3)
+    args = ARGS.replace(" --seed 3", "")
+    rc, _, err = run(capsys, "fit", data, *args.split(), "--outside", "drop", "--out-dir", tmp_path)
+    assert rc == 0, err
+    doc = json.loads((tmp_path / "traces.spans.json").read_text())
+    schema = json.loads((files("dpdbscan.model") / "schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(doc)
+    assert schema["properties"]["metadata"]["properties"]["outside"]["enum"] == ["drop"]
