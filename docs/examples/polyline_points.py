@@ -11,6 +11,9 @@ plus 15 s times its index in the trip::
         --bounds -8.70 41.10 -8.55 41.25 --eps 200m --min-samples 30 \\
         --max-cells-per-unit auto --delta 1e-6 --stops 100m 5min
 
+``--first`` writes each trip's first point alone: where the ride began, to fit
+the pick-ups with ``--unit taxi`` (without ``--stops``).
+
 Each trip is converted on its own: a polyline that is not a JSON list gives
 no points, and a pair that is not two numbers gives a point without
 coordinates, which dpdbscan drops alone; neither stops the conversion. The
@@ -34,8 +37,10 @@ def points_of(polyline: object) -> list:
     return pts if isinstance(pts, list) else []
 
 
-def convert(src: str, dst: str, *, unit: str, start: str, polyline: str, every: float) -> None:
-    first = True
+def convert(
+    src: str, dst: str, *, unit: str, start: str, polyline: str, every: float, first: bool = False
+) -> None:
+    head = True
     for trips in pd.read_csv(src, usecols=[unit, start, polyline], chunksize=100_000):
         pts = trips.assign(point=trips[polyline].map(points_of)).explode("point").dropna(subset=["point"])
         index = pts.groupby(level=0).cumcount()  # the point's place in its trip
@@ -50,9 +55,11 @@ def convert(src: str, dst: str, *, unit: str, start: str, polyline: str, every: 
                 "lat": pd.to_numeric(pts["point"].str[1], errors="coerce"),
             }
         )
-        out.to_csv(dst, mode="w" if first else "a", header=first, index=False)
-        first = False
-    if first:  # no trip at all: still a file with its header
+        if first:  # each trip's first point alone: where the ride began (its pick-up)
+            out = out[(index == 0).to_numpy()]
+        out.to_csv(dst, mode="w" if head else "a", header=head, index=False)
+        head = False
+    if head:  # no trip at all: still a file with its header
         pd.DataFrame(columns=["taxi", "time", "lon", "lat"]).to_csv(dst, index=False)
 
 
@@ -64,8 +71,9 @@ def main() -> None:
     ap.add_argument("--start", default="TIMESTAMP", help="the trip's start, unix seconds (default TIMESTAMP)")
     ap.add_argument("--polyline", default="POLYLINE", help="the [[lon, lat], ...] column (default POLYLINE)")
     ap.add_argument("--every", type=float, default=15.0, help="seconds between a trip's points (default 15)")
+    ap.add_argument("--first", action="store_true", help="each trip's first point alone (its pick-up)")
     a = ap.parse_args()
-    convert(a.src, a.dst, unit=a.unit, start=a.start, polyline=a.polyline, every=a.every)
+    convert(a.src, a.dst, unit=a.unit, start=a.start, polyline=a.polyline, every=a.every, first=a.first)
 
 
 if __name__ == "__main__":

@@ -89,6 +89,8 @@ def test_check_counts_the_rows_dropped_outside(capsys, tmp_path):
     assert "70 read, 0 dropped (missing, non-numeric or non-finite values, or no unit), 35 outside" in err
     assert "the bounds dropped (--outside drop), 35 kept" in err
     assert "events    : 5 stop(s)" in err
+    assert "outside   : none left; --outside drop drops the rows outside the bounds" in err
+    assert "a fit clips them onto the box" not in err
 
 
 @pytest.mark.parametrize(

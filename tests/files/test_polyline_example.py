@@ -36,6 +36,17 @@ def test_the_refusal_s_script_turns_trips_into_timed_points(tmp_path):
         ("20000001", "1372640000", "-8.6", "41.2"),
         ("20000001", "1372640015", "", "41.2"),
     ]
+    # --first: each trip's first point alone (a trip without points has none)
+    starts = tmp_path / "starts.csv"
+    r = subprocess.run(
+        [sys.executable, str(SCRIPT), str(trips), str(starts), "--first"], capture_output=True, text=True
+    )
+    assert r.returncode == 0, r.stderr
+    with starts.open() as f:
+        assert [tuple(r.values()) for r in csv.DictReader(f)] == [
+            ("20000001", "1372636858", "-8.618643", "41.141412"),
+            ("20000001", "1372640000", "-8.6", "41.2"),
+        ]
 
 
 def test_the_converted_points_are_read_as_the_refusal_says(tmp_path):

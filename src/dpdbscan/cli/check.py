@@ -116,6 +116,15 @@ def cmd_check(args: argparse.Namespace, sink: WarningSink) -> int:
             rows_line(n_read, read_counts, pts.units is not None, dropped),
             *event_lines(events, pts, counts, lower_in, upper_in, bounds_in),
         ]
+    if opts.outside == "drop":
+        # none is left outside to clip: say what happened to them instead
+        lines = [
+            "outside   : none left; --outside drop drops the rows outside the bounds (counted above), "
+            "a fit clips none"
+            if line.startswith("outside   : ")
+            else line
+            for line in lines
+        ]
     for line in lines:
         notes(line)
     counted = "rows kept" if events is None else "events"
