@@ -1,8 +1,9 @@
 """docs/examples/polyline_points.py, the way out that the refusal of a
 trips table (Porto's POLYLINE) names: each trip's points become rows with
 their unit and time (the start plus 15 s times the index), a damaged trip
-gives no points and stops nothing, and ``dpdbscan check`` reads the result
-as a person-level trace with stops."""
+gives no points and stops nothing (a quote left open ends with its line, as
+in dpdbscan's own CSV reader), and ``dpdbscan check`` reads the result as a
+person-level trace with stops."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ def test_the_refusal_s_script_turns_trips_into_timed_points(tmp_path):
         '"2","20000002","1372637000","[[-8.61,41.14"\n'  # cut: not JSON, no points
         '"3","20000002","1372637300","[]"\n'  # no points
         '"4","20000001","1372640000","[[-8.6,41.2],[""x"",41.2]]"\n'  # a pair that is no number
+        '"5","20000002","1372641000","[[-8.6,41.2]\n'  # a quote left open: ends with its line
+        '"6","20000003","1372642000","[[-8.5,41.3]]"\n'  # so this trip is read
     )
     points = tmp_path / "points.csv"
     r = subprocess.run([sys.executable, str(SCRIPT), str(trips), str(points)], capture_output=True, text=True)
@@ -35,7 +38,9 @@ def test_the_refusal_s_script_turns_trips_into_timed_points(tmp_path):
         ("20000001", "1372636888", "-8.62", "41.15"),
         ("20000001", "1372640000", "-8.6", "41.2"),
         ("20000001", "1372640015", "", "41.2"),
+        ("20000003", "1372642000", "-8.5", "41.3"),
     ]
+    assert "3 trip(s) gave no points" in r.stderr
     # --first: each trip's first point alone (a trip without points has none)
     starts = tmp_path / "starts.csv"
     r = subprocess.run(
@@ -46,6 +51,7 @@ def test_the_refusal_s_script_turns_trips_into_timed_points(tmp_path):
         assert [tuple(r.values()) for r in csv.DictReader(f)] == [
             ("20000001", "1372636858", "-8.618643", "41.141412"),
             ("20000001", "1372640000", "-8.6", "41.2"),
+            ("20000003", "1372642000", "-8.5", "41.3"),
         ]
 
 
