@@ -73,7 +73,7 @@ def convert(
             at = [header.index(name) for name in (unit, start, polyline)]
         except ValueError:
             raise SystemExit(f"{src}: the header has no column {unit!r}, {start!r} or {polyline!r}") from None
-        write = csv.writer(out).writerow
+        write = csv.writer(out, lineterminator="\n").writerow
         write(["taxi", "time", "lon", "lat"])
         for line in f:
             fields = next(csv.reader([line]), [])  # this line alone
