@@ -881,17 +881,22 @@ def test_dask_says_what_it_clipped_as_the_in_memory_path_does(capsys, tmp_path, 
 # --------------------------------------------------------------------------- help and progress
 
 
-@pytest.mark.parametrize("command", ["fit", "predict", "sweep", "plot", "info"])
+@pytest.mark.parametrize("command", ["fit", "predict", "sweep", "plot", "info", "map"])
 def test_help_shows_a_real_example(capsys, command):
     rc, out, _ = run(capsys, command, "--help")
     assert rc == 0
     assert "examples:" in out
     example = [line for line in out.splitlines() if line.strip().startswith(f"dpdbscan {command} ")]
     assert example
-    # every example parses with the real parser
+    # every example parses with the real parser, on one line as printed (a backslash in
+    # the help's source once joined map's basemap example with a run of spaces)
     parser = build_parser()
     for line in example:
+        assert "   " not in line.strip(), line
         parser.parse_args(shlex.split(line.split(" > ")[0])[1:])
+    if command == "map":  # the basemap example, and a description that says when the page is offline
+        assert any("--tiles" in line for line in example)
+        assert "offline unless --tiles" in out
 
 
 @pytest.mark.parametrize(

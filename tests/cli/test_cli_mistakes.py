@@ -229,6 +229,21 @@ MISTAKES = [
         "fit {four} " + PERSON + " --time timestamp --stops 100m 5min",
         "--time 'timestamp' is not a column of the file (columns: 'id', 'x', 'y', 'time')",
     ),
+    # one row per trip (Porto's taxi trips): the points are a list in one column
+    (
+        "a table of trips with --geo",
+        "fit {porto} --header --geo --bounds -8.7 41.1 -8.55 41.25 --eps 200m --min-samples 30 "
+        "--unit TAXI_ID --max-cells-per-unit 5 --delta 1e-6 --time TIMESTAMP --stops 100m 5min",
+        "column 'POLYLINE' holds each trip's points as one list (one row per trip, as in Porto's taxi "
+        "trips), not a coordinate: dpdbscan reads one row per point. Convert the trips to one row per "
+        "point first",
+    ),
+    (
+        "a trip's polyline chosen as the coordinates",
+        "check {porto} --header --geo --columns POLYLINE --bounds -8.7 41.1 -8.55 41.25 --eps 200m "
+        "--min-samples 30",
+        "python docs/examples/polyline_points.py train.csv points.csv",
+    ),
 ]
 
 
@@ -254,6 +269,11 @@ def files(tmp_path_factory):
         "id,x,y,time\n" + "".join(f"{i},{a!r},{b!r},{7 * i}\n" for i, (a, b) in enumerate(P.tolist()))
     )
     files["xyz"].write_text("x,y,z\n1,2,3\n4,5,6\n")
+    files["porto"] = d / "train.csv"
+    files["porto"].write_text(
+        '"TRIP_ID","TAXI_ID","TIMESTAMP","MISSING_DATA","POLYLINE"\n'
+        '"1","20000001","1372636858","False","[[-8.618643,41.141412],[-8.618499,41.141376]]"\n'
+    )
     np.save(files["wide"], rng.random((50, 10)))
     files["geojson"].write_text('{"type": "FeatureCollection", "features": []}')
     assert (

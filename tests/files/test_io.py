@@ -1099,6 +1099,17 @@ def test_a_geoparquet_geometry_column_says_how_to_give_lon_lat(tmp_path):
             read_points(path, columns=columns)
 
 
+def test_a_parquet_polyline_column_says_how_to_get_one_row_per_point(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    path = tmp_path / "trips.parquet"
+    trips = pa.table({"TAXI_ID": [1, 2], "TIMESTAMP": [10, 20], "POLYLINE": ["[[-8.6,41.1]]", "[]"]})
+    pq.write_table(trips, path)
+    for columns in (None, ("POLYLINE",)):
+        with pytest.raises(ValueError, match="a polyline column .* is not read. Convert the trips"):
+            read_points(path, columns=columns)
+
+
 @pytest.mark.parametrize(
     "first, second",
     [

@@ -29,7 +29,7 @@ from ..plan.autoplan import PLACE_EXTENT_KM
 from ..plan.outlook import duration_text, fit_cost
 from ..plan.resolve import forecast_of
 from ..prepare import Points, split_bounds
-from ..prepare.clipping import clipping_counts, outside_hint, rows_all
+from ..prepare.clipping import PILE_UP, clipping_counts, outside_hint, rows_all
 from ..prepare.door import apply_transforms, read_file, say_read
 from ..release.bounding import BoundingKey, factorize, pairs_of
 from ..series import SeriesPlan
@@ -105,12 +105,25 @@ def cmd_check(args: argparse.Namespace, sink: WarningSink) -> int:
     read_seconds = time.perf_counter() - start
     counts = pts.counts if pts.counts is not None else clipping_counts(pts.X, pts.lower, pts.upper)
     lower_in, upper_in = split_bounds(bounds_in, pts.X.shape[1], opts.geo)
+    # --outside drop: the rows read outside the box, dropped before anything else is made of them
+    dropped = int(read_counts["outside"]) if opts.outside == "drop" else 0
     if events is None:
         lines = data_lines(pts, counts, lower_in, upper_in, bounds_in)
+        if dropped:
+            lines[0] = rows_line(n_read, read_counts, pts.units is not None, dropped)
     else:
         lines = [
-            rows_line(n_read, read_counts, pts.units is not None),
+            rows_line(n_read, read_counts, pts.units is not None, dropped),
             *event_lines(events, pts, counts, lower_in, upper_in, bounds_in),
+        ]
+    if opts.outside == "drop":
+        # none is left outside to clip: say what happened to them instead
+        lines = [
+            "outside   : none left; --outside drop drops the rows outside the bounds (counted above), "
+            "a fit clips none"
+            if line.startswith("outside   : ")
+            else line
+            for line in lines
         ]
     for line in lines:
         notes(line)
@@ -299,11 +312,15 @@ def unit_lines(
     return out, None
 
 
-def rows_line(n_read: int, counts: dict, units: bool) -> str:
-    """The rows read, dropped by the per-record rule and kept (private)."""
+def rows_line(n_read: int, counts: dict, units: bool, outside_dropped: int = 0) -> str:
+    """The rows read, dropped by the per-record rule and kept (private);
+    ``outside_dropped``: of the rows read, those outside the box that
+    ``--outside drop`` drops (``counts`` counts them as clipped)."""
+    out = f", {outside_dropped:,} outside the bounds dropped (--outside drop)" if outside_dropped else ""
     return (
         f"rows      : {n_read:,} read, {counts['n_bad']:,} dropped (missing, non-numeric or "
-        f"non-finite values{'' if not units else ', or no unit'}), {counts['n_ok']:,} kept"
+        f"non-finite values{'' if not units else ', or no unit'}){out}, "
+        f"{counts['n_ok'] - outside_dropped:,} kept"
     )
 
 
@@ -354,7 +371,7 @@ def data_lines(
     outside = counts["outside"]
     out.append(
         f"outside   : {outside:,} row(s) ({outside / n_ok:.1%}) outside the bounds; a fit clips "
-        "them onto the box"
+        "them onto the box" + ("" if not outside else f" ({PILE_UP})")
     )
     if outside / n_ok > 0.5:
         out.append(outside_hint(pts, bounds_in))

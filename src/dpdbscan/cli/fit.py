@@ -162,6 +162,13 @@ def check_fit_params(opts: FitOptions, eps: float | str | None = None, *, dry_ru
             "--stops and --trip-ends read each unit's trace in time order; the Dask backend "
             "shuffles (unit, cell) counts, not points, so it cannot yet: use --backend numpy"
         )
+    if opts.outside == "drop" and opts.backend == "dask":
+        raise ValueError(
+            "--outside drop drops each row outside the box with the points in memory; the Dask "
+            "backend clips them onto the box: use --backend numpy, or leave --outside out"
+        )
+    if opts.outside == "drop" and opts.bounds_text is None:
+        raise ValueError("--outside drop needs public --bounds (the box the points are kept inside)")
     check_time_format_option(opts)
     if opts.ref_lat is not None and not opts.geo:
         raise ValueError("--ref-lat only applies with --geo")
@@ -357,6 +364,8 @@ def fit_model(
     # numbers), with a distributed backend too: public
     names = pts.names or pts.read_names
     meta["columns"] = [str(n) for n in names] if names else None
+    if opts.outside == "drop":
+        meta["outside"] = "drop"  # public: the option (points outside the box dropped, not clipped)
     if opts.events is not None:
         # public: the options and the declared header or schema's names
         meta["events"] = {**opts.events.record(), "time_column": str(opts.time)}

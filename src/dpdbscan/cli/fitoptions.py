@@ -17,6 +17,7 @@ from .._optional import require
 from ..files import ReadOptions
 from ..pipeline import events_rows
 from ..prepare import Points, Source, Transform, check_source
+from ..prepare.clipping import drop_outside_step
 from ..release.backends import Backend
 from ..traces import Events, Stops, TripEnds, parse_times, take_rows
 from .common import Notes, floats, progress_flag, read_options_from_args
@@ -101,6 +102,7 @@ class FitOptions:
     trip_ends: str | None = None
     per: str | None = None
     places_periods: int | None = None
+    outside: str = "clip"
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, need_2d: tuple[str, ...] = ()) -> FitOptions:
@@ -132,6 +134,7 @@ class FitOptions:
             events=events_from_args(args),
             time_unit=getattr(args, "time_unit", None) or "s",
             time_format=getattr(args, "time_format", None),
+            outside=getattr(args, "outside", None) or "clip",
         )
 
     @property
@@ -166,7 +169,9 @@ class FitOptions:
         # a series (--per) keeps each event's time: it falls in the period of its first point
         keep_times = self.per is not None
         step = None if events is None else events_step(events, notes, keep_times, self.places_periods)
-        steps = self.transforms + (() if step is None else (step,))
+        # --outside drop: first, so that the stops or trip ends are made of the rows inside the box
+        first = (drop_outside_step(notes),) if self.outside == "drop" else ()
+        steps = first + self.transforms + (() if step is None else (step,))
         return Source(
             self.input,
             read=self.read,

@@ -18,7 +18,9 @@ from ..render.tiles import DEFAULT_MAX_ZOOM, Tiles
 from .common import EXIT_OK, ArgTarget, WarningSink, atomic_write, check_writable
 from .common import read_model as load_model
 
-EXAMPLES = """examples:
+TILES = "--tiles 'https://tile.example.org/{z}/{x}/{y}.png' --attribution \"(c) the tiles' owners\""
+
+EXAMPLES = f"""examples:
   # one self-contained HTML file: pan, zoom, hover a span for its numbers
   dpdbscan map out/cabs_tiny.spans.json -o spans.html
 
@@ -26,12 +28,11 @@ EXAMPLES = """examples:
   dpdbscan map out/cabs_tiny.spans.json --title "Cabs-tiny, epsilon = 1"
 
   # streets or a coastline under the spans, from a GeoJSON file of your own
-  # (the map cannot download tiles; the lines go into the one HTML file)
+  # (offline: the lines go into the one HTML file)
   dpdbscan map out/cabs_tiny.spans.json -o spans.html --context docs/examples/sf_context.geojson
 
-  # a basemap of XYZ tiles from a tile server you may use (loaded while the page is viewed)
-  dpdbscan map out/cabs_tiny.spans.json -o spans.html \
-      --tiles 'https://tile.example.org/{z}/{x}/{y}.png' --attribution "(c) the tiles' owners"
+  # a basemap of XYZ tiles from a tile server you may use (online: loaded while the page is viewed)
+  dpdbscan map out/cabs_tiny.spans.json -o spans.html {TILES}
 """
 
 CONTEXT_HELP = (
@@ -126,7 +127,11 @@ def cmd_map(args: argparse.Namespace, sink: WarningSink) -> int:
 
 def register(sub: object, add: Callable[..., argparse.ArgumentParser]) -> None:
     """Add the ``map`` subcommand (``add`` is main's helper for subparsers)."""
-    p = add("map", "write an interactive HTML map of a saved model (self-contained, offline)", cmd_map)
+    p = add(
+        "map",
+        "write an interactive HTML map of a saved model (one self-contained file; offline unless --tiles)",
+        cmd_map,
+    )
     p.add_argument("model", help="span model JSON written by 'dpdbscan fit' (2-D)")
     p.add_argument("-o", "--output", help="HTML path (default: MODEL with .html)")
     p.add_argument("--title", help="title of the page (default: number of spans and epsilon)")

@@ -210,6 +210,14 @@ def add_domain_options(p: ArgTarget, *, from_data: bool = True) -> None:
         type=float,
         help="public latitude where the projection is exact (default: centre of --bounds)",
     )
+    b.add_argument(
+        "--outside",
+        choices=("clip", "drop"),
+        help="a point outside the public --bounds: clipped onto the box's edge (clip, the default) or "
+        "dropped (drop), each row alone. Clipped points pile up on the edge, where many (GPS fixes at "
+        "(0, 0), a trip out of town) can make a span that is no place: drop them (before --stops or "
+        "--trip-ends, which then see the unit's other rows)",
+    )
 
 
 def add_privacy_options(p: ArgTarget, *, seed: bool = True) -> None:

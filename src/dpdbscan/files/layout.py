@@ -328,9 +328,37 @@ def resolve_columns(
 _GEOMETRY_NAMES = ("geometry", "geom", "the_geom", "wkb_geometry", "wkt", "wkb", "geog", "geography")
 
 
+#: Names trip tables give a column that holds each trip's points as one
+#: JSON list (the Porto taxi trips' ``POLYLINE``: ``[[lon, lat], ...]``).
+_POLYLINE_NAMES = ("polyline",)
+
+
+def check_polyline_columns(names: Sequence[str]) -> None:
+    """Refuse, from the chosen coordinates' public names (a declared header,
+    a schema), a column that holds each trip's points as one list: read as a
+    coordinate it is no number, so every row would be dropped and the
+    release empty. The message says how to get one row per point."""
+    polylines = [str(n) for n in names if str(n).lower() in _POLYLINE_NAMES]
+    if polylines:
+        raise ValueError(
+            f"column {polylines[0]!r} holds each trip's points as one list (one row per trip, as in "
+            "Porto's taxi trips), not a coordinate: dpdbscan reads one row per point. " + _POLYLINE_WAY_OUT
+        )
+
+
+_POLYLINE_WAY_OUT = (
+    "Convert the trips to one row per point first, each with its unit and its time (the trip's "
+    "start plus 15 s times the point's index in Porto's data), e.g. python "
+    "docs/examples/polyline_points.py train.csv points.csv (docs/user-guide.md, 'One row per trip'), "
+    "then fit points.csv with --header --columns lon lat --unit taxi --time time"
+)
+
+
 def _geometry_hint(names: Sequence[str]) -> str:
-    """What to do with a column of encoded geometries (GeoParquet's WKB), by
-    its public name; "" for other columns."""
+    """What to do with a column of encoded geometries (GeoParquet's WKB) or
+    of trips' points (a polyline), by its public name; "" for other columns."""
+    if any(str(n).lower() in _POLYLINE_NAMES for n in names):
+        return "; a polyline column (each trip's points as one list) is not read. " + _POLYLINE_WAY_OUT
     if not any(str(n).lower() in _GEOMETRY_NAMES for n in names):
         return ""
     return (

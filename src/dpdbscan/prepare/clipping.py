@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from ..geometry.projection import LAT_NAMES, LON_NAMES
+from ..traces import take_rows
 from .box import project_box, split_bounds
 from .notes import Notes
-from .prepared import Points
+from .prepared import Points, Transform
 
 
 class BlockPrep:
@@ -173,6 +175,14 @@ def note_clipping(
     say_outside(c, notes, names, lower, upper, lambda: outside_hint(pts, bounds_in))
 
 
+#: What clipped points do to a map, and the way out (the command line's note).
+PILE_UP = (
+    "points clipped onto the box pile up on its edges, where many (GPS fixes at (0, 0), a trip out "
+    "of town) can make a span that is no place: --outside drop (in memory, the default backend) "
+    "drops them instead"
+)
+
+
 def say_outside(
     c: dict, notes: Notes, names: Sequence[str], lower: np.ndarray, upper: np.ndarray, hint: Callable[[], str]
 ) -> None:
@@ -189,6 +199,7 @@ def say_outside(
         say(line)
     if most:
         say(hint())
+    notes(PILE_UP)
 
 
 def most_outside(c: dict) -> bool:
@@ -367,3 +378,37 @@ def hint_of(
                 f"or, if the columns are in order, {box}"
             )
     return f"most points are outside the bounds: {hint}"
+
+
+def drop_outside_step(notes: Notes | None = None) -> Transform:
+    """The door's step of ``--outside drop`` (:data:`~dpdbscan.prepare.prepared.Transform`):
+    a row with a finite coordinate outside the public box is dropped instead
+    of clipped onto it, each row by its own values and the public box alone
+    (docs/privacy.md §4.1: neighbouring inputs stay neighbours), with its
+    unit, time and status. A private note to ``notes`` counts them. Rows
+    with a missing or non-finite value are left to the clean rule."""
+
+    def step(pts: Points) -> Points:
+        X = np.asarray(pts.X, dtype=np.float64)
+        lower, upper = np.asarray(pts.lower, dtype=np.float64), np.asarray(pts.upper, dtype=np.float64)
+        # NaN compares False both ways, so a row with a missing value is kept here
+        out = ((X < lower) | (X > upper)).any(axis=1)
+        n_out = int(np.count_nonzero(out))
+        if notes is not None and n_out:
+            notes(
+                f"{n_out:,} row(s) ({n_out / max(X.shape[0], 1):.1%}) lie outside the bounds and are "
+                "dropped (--outside drop), not clipped onto the box"
+            )
+        if not n_out:
+            return pts
+        rows = np.flatnonzero(~out)
+        return replace(
+            pts,
+            X=np.asarray(pts.X)[rows],
+            units=None if pts.units is None else take_rows(pts.units, rows),
+            times=None if pts.times is None else take_rows(pts.times, rows),
+            status=None if pts.status is None else take_rows(pts.status, rows),
+            counts=None,
+        )
+
+    return step

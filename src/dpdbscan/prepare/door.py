@@ -48,6 +48,7 @@ from ..cells.grid import MAX_KAPPA, count_neighbours
 from ..exceptions import private_note
 from ..files import InputPlan, ReadOptions, check_parquet_columns, open_input, read_columns
 from ..files.formats import LABEL_COLUMN, format_of, is_index_column, looks_like_unit
+from ..files.layout import check_polyline_columns
 from ..files.reader import InputPoints
 from ..files.records import BlockCounts
 from ..files.unitids import read_units
@@ -384,6 +385,7 @@ def _opened(source: Source, eta: float) -> Iterator[InputPlan]:
     choose = _chooser(source.geo, skip=_trace_skip(source))
     also = [_token(c) for c in (source.time_column, source.status_column) if c is not None]
     with open_input(source.data, source.read, d=d, choose=choose, also=also) as plan:
+        check_polyline_columns(plan.names)
         check_columns(plan.d, eta=eta, geo=source.geo, need_2d=source.need_2d, names=plan.names)
         _check_trace_columns(source, plan.schema_names)
         if source.geo:

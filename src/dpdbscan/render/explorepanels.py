@@ -235,6 +235,15 @@ def write_table(ex: Exploration, path: Path | str) -> None:
             )
 
 
+#: What the table's ``share`` is, and is not (said under the table: at person
+#: level the noise of the box's empty cells is most of the positive mass).
+SHARE_LEGEND = (
+    "(share: core_mass over the sum of the release's positive noisy counts, the noise of empty cells "
+    "included: small where the box is mostly empty or the noise large, as at person level; it is not "
+    "the share of the points in spans)"
+)
+
+
 def table_lines(ex: Exploration, model: SpanModel) -> list[str]:
     """The table as aligned text (eps in m/km for geographic models)."""
     length = _length(model)
@@ -248,6 +257,8 @@ def table_lines(ex: Exploration, model: SpanModel) -> list[str]:
             f"{r.core_cells:>10}  {r.core_mass:>10.0f}  {r.core_share:>6.1%}  "
             f"{r.stability:>9.3f}"
         )
+    if ex.rows:
+        out.append(SHARE_LEGEND)
     if ex.rows and not any(r.spans for r in ex.rows):
         # from the release alone (post-processing): said, not left to a column of zeros
         out.append(
