@@ -119,7 +119,8 @@ def test_the_release_of_a_table_with_such_a_row_is_the_tables(capsys, tmp_path, 
     d1 = _db(tmp_path / "d1.sqlite", rows[:100] + [_bad_row(kind, 0)] + rows[100:])
     models, outs = [], []
     for db, name in ((d, "d"), (d1, "d1")):
-        rc, out, err = run(capsys, "fit", db, "--query", QUERIES[kind], *FIT, "--out-dir", tmp_path, "--name", name)
+        where = ("--out-dir", tmp_path, "--name", name)
+        rc, out, err = run(capsys, "fit", db, "--query", QUERIES[kind], *FIT, *where)
         assert rc == 0, err
         assert SECRET not in out + err
         models.append(model_to_dict(load_model(tmp_path / f"{name}.spans.json")))
@@ -136,7 +137,8 @@ def test_the_release_of_a_table_with_such_a_row_is_the_tables(capsys, tmp_path, 
     "query",
     [
         # two tables: the failure cannot be narrowed to one table's rows
-        "SELECT p.x + json_extract(p.props, '$.a') - 1 AS x, p.y, p.person FROM pts p JOIN other o ON o.k = 1",
+        "SELECT p.x + json_extract(p.props, '$.a') - 1 AS x, p.y, p.person "
+        "FROM pts p JOIN other o ON o.k = 1",
         # the table named in the database's schema, past the stand-in view
         "SELECT x + json_extract(props, '$.a') - 1 AS x, y, person FROM main.pts",
     ],
