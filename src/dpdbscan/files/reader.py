@@ -1164,7 +1164,9 @@ def _database_column(path: Path, fmt: FileFormat, options: ReadOptions, column: 
         j = _companion_index(table.names, column, where)
         expr, arrow = sqlitefile.companion_expr(table.names[j], table.affinity(j))
         kind = pa.type_for_alias(arrow)
-        chunks = [sqlitefile.text_array([r[0] for r in rows], kind) for rows in table.chunks([expr])]
+        # a query's rows as the points' pass reads them: the same rows left out
+        rows_of = table.chunks([expr], isolate=True)
+        chunks = [sqlitefile.text_array([r[0] for r in rows], kind) for rows in rows_of]
     finally:
         con.close()
     return pa.chunked_array(chunks, type=kind)

@@ -239,14 +239,23 @@ class Table:
         decoding would fail the fetch on one value): :func:`text_array`
         reads them.
 
-        ``isolate`` (a ``--query``'s rows, every column read in this one
-        pass): where the query fails on a row of the one table it reads,
-        that row is left out and the query runs again, its rows already
-        given skipped (:class:`_Isolation`); elsewhere, and for another
-        failure, the read fails (:func:`cannot_read`)."""
+        ``isolate`` (a ``--query``'s rows): where the query fails on a row
+        of the one table it reads, that row is left out and the query runs
+        again, its rows already given skipped (:class:`_Isolation`);
+        elsewhere, and for another failure, the read fails
+        (:func:`cannot_read`). Every column of the query is computed then,
+        so that every pass that isolates leaves out the same rows."""
         sql = f"SELECT {', '.join(exprs)} FROM {self._from}"
-        if isolate and self._from.startswith("temp.") and self._isolation is None:
-            self._isolation = _Isolation.of(self.con, sql)
+        if isolate and self._from.startswith("temp."):
+            # every column of the query computed (those ``exprs`` do not read
+            # by typeof, which never fails, nor is it ever 'none'): a row fails
+            # in every pass or in none, whichever columns a pass reads, so two
+            # passes leave out the same rows
+            rest = [n for n in self.names if not any(quote(n) in e for e in exprs)]
+            every = " AND ".join(f"typeof({quote(n)}) <> 'none'" for n in rest)
+            sql += f" WHERE {every}" if every else ""
+            if self._isolation is None:
+                self._isolation = _Isolation.of(self.con, sql)
         before = self.con.text_factory
         self.con.text_factory = bytes
         given = 0
