@@ -166,6 +166,31 @@ def test_a_query_that_cannot_be_narrowed_still_fails_quoting_nothing(tmp_path, q
     assert read_input(ok, ["x", "y"], unit="person", query=query).X.shape == (60, 2)
 
 
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT rowid AS n, x, y, person FROM pts",
+        "SELECT x, y, person FROM pts INDEXED BY by_person WHERE person > 0",
+        "SELECT x, y, person FROM pts WHERE rowid > 0",
+        "SELECT x, y, person FROM pts WHERE _rowid_ > 0 ORDER BY oid",
+    ],
+)
+def test_a_query_the_stand_in_view_cannot_take_reads_as_before(tmp_path, query):
+    # the table's rowid, or an index of it, is not a view's: such a query is
+    # read from the table itself, as before (and fails whole on a bad row)
+    rows = _rows()
+    db = _db(tmp_path / "d.sqlite", rows)
+    con = sqlite3.connect(db)
+    con.execute("CREATE INDEX by_person ON pts (person)")
+    con.commit()
+    con.close()
+    got = read_input(db, [*(["n"] if " n," in query else []), "x", "y"], unit="person", query=query)
+    assert got.X.shape[0] == 60 and got.n_query_failed == 0
+    assert sorted(got.X[:, -2:].tolist()) == sorted([[r[0], r[1]] for r in rows])
+    if " n," in query:  # the rowid itself, not a view's NULL
+        assert got.X[:, 0].tolist() == list(range(1, 61))
+
+
 def test_the_database_is_left_as_it_was(tmp_path):
     db = _db(tmp_path / "d1.sqlite", [*_rows(), _bad_row("select", 0)])
     before = db.read_bytes()

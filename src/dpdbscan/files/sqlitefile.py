@@ -320,8 +320,10 @@ class _Isolation:
         (the query names ``main.T``): the schema and the query's text
         alone (public), no row read."""
         try:
-            tables = {t for t, db, _ in _reads(con, sql) if db == "main"}
-            if len(tables) != 1:
+            reads = [(t, c) for t, c, db, _ in _reads(con, sql) if db == "main"]
+            tables = {t for t, _ in reads}
+            # the table's rowid is no view's (a view's reads as NULL): such a query is not narrowed
+            if len(tables) != 1 or any(c == "ROWID" for _, c in reads):
                 return None
             (table,) = tables
             kind = con.execute("SELECT type FROM main.sqlite_master WHERE name = ?", (table,)).fetchone()
@@ -330,15 +332,23 @@ class _Isolation:
             con.execute(f"SELECT rowid FROM main.{quote(table)} LIMIT 0").fetchall()
             con.execute(f"CREATE TEMP TABLE IF NOT EXISTS {quote(_WINDOW)} (lo INTEGER, hi INTEGER)")
             con.execute(f"CREATE TEMP TABLE IF NOT EXISTS {quote(_LEFT_OUT)} (r INTEGER PRIMARY KEY)")
-            iso = cls(con, table)
-            iso._view(window=False)
-            # every read of the table now through the view (one naming main.T would not be)
-            if any(db == "main" and source != table for _, db, source in _reads(con, sql)):
-                iso.drop()
-                return None
         except sqlite3.Error:
             return None
-        return iso
+        iso = cls(con, table)
+        try:
+            iso._view(window=False)
+            # every read of the table now through the view (one naming main.T
+            # would not be), and the query still compiles (one naming the
+            # table's rowid or an index of it does not, through a view)
+            if all(db != "main" or source == table for _, _, db, source in _reads(con, sql)):
+                return iso
+        except sqlite3.Error:
+            pass
+        try:
+            iso.drop()
+        except sqlite3.Error:  # pragma: no cover - dropping the connection's own view
+            raise cannot_read("the --query's database") from None
+        return None
 
     def _view(self, *, window: bool) -> None:
         t = quote(self.table)
@@ -395,14 +405,16 @@ class _Isolation:
         return len(new)
 
 
-def _reads(con: sqlite3.Connection, sql: str) -> list[tuple[str, str, str | None]]:
-    """The tables ``sql`` reads, as SQLite's authorizer sees it compile the
-    statement (nothing run): ``(table, database, view or trigger reading it)``."""
-    seen: list[tuple[str, str, str | None]] = []
+def _reads(con: sqlite3.Connection, sql: str) -> list[tuple[str, str, str, str | None]]:
+    """The columns ``sql`` reads, as SQLite's authorizer sees it compile the
+    statement (nothing run): ``(table, column, database, view or trigger
+    reading it)``; a rowid is the column ``ROWID``, whichever name the query
+    gives it."""
+    seen: list[tuple[str, str, str, str | None]] = []
 
     def note(action: int, table: Any, column: Any, db: Any, source: Any) -> int:
         if action == sqlite3.SQLITE_READ:
-            seen.append((str(table), str(db), None if source is None else str(source)))
+            seen.append((str(table), str(column), str(db), None if source is None else str(source)))
         return sqlite3.SQLITE_OK
 
     con.set_authorizer(note)
