@@ -191,6 +191,35 @@ def test_a_query_the_stand_in_view_cannot_take_reads_as_before(tmp_path, query):
         assert got.X[:, 0].tolist() == list(range(1, 61))
 
 
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT x, y, person FROM pts WHERE name = 'ABC'",  # the column's NOCASE collation
+        "SELECT x, y, person FROM pts WHERE person = '5'",  # its INTEGER affinity
+        "SELECT avg(x) AS x, avg(y) AS y, person FROM pts GROUP BY person",
+        "SELECT x, y, person FROM pts WHERE person IN (1, 2) LIMIT 9",  # by the index
+        "SELECT x, y, person FROM pts WHERE x > (SELECT avg(x) FROM pts)",
+        "SELECT x, y, person FROM pts UNION ALL SELECT y, x, person FROM pts WHERE person = 1",
+        "SELECT x, y, person FROM pts ORDER BY name, person DESC",
+    ],
+)
+def test_a_query_read_through_the_stand_in_view_gives_its_rows_in_its_order(tmp_path, query):
+    db = tmp_path / "d.sqlite"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE pts (x REAL, y REAL, person INTEGER, name TEXT COLLATE NOCASE)")
+    con.executemany(
+        "INSERT INTO pts VALUES (?, ?, ?, ?)",
+        [(i * 1.0, i * 2.0, i % 7, "abc" if i % 3 else "xyz") for i in range(100)],
+    )
+    con.execute("CREATE INDEX by_person ON pts (person)")
+    con.commit()
+    want = con.execute(query).fetchall()
+    con.close()
+    got = read_input(db, ["x", "y"], unit="person", query=query)
+    assert got.X.tolist() == [[r[0], r[1]] for r in want] and len(want) > 0
+    assert got.units.to_pylist() == [r[2] for r in want]
+
+
 def test_the_database_is_left_as_it_was(tmp_path):
     db = _db(tmp_path / "d1.sqlite", [*_rows(), _bad_row("select", 0)])
     before = db.read_bytes()

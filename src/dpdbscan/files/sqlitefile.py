@@ -326,6 +326,8 @@ class _Isolation:
             if len(tables) != 1 or any(c == "ROWID" for _, c in reads):
                 return None
             (table,) = tables
+            if table in (_QUERY_VIEW, _WINDOW, _LEFT_OUT):  # the names of this reader's own
+                return None
             kind = con.execute("SELECT type FROM main.sqlite_master WHERE name = ?", (table,)).fetchone()
             if kind is None or kind[0] != "table":
                 return None
