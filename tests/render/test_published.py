@@ -272,3 +272,30 @@ def test_the_geojson_and_the_map_carry_the_guarantee_sentence(person_level):
     page = map_html(model)
     shown = html.unescape(page.split('<details id="guarantee">')[1].split("</details>")[0])
     assert statement in shown
+
+
+@pytest.mark.parametrize("names", [("x", "y", "$\\undefinedcmd{$"), ("x$1$", "y$", "cab")])
+def test_names_with_dollar_signs_are_drawn_as_they_are(tmp_path, names):
+    # a declared header's names are public, but matplotlib read a unit or
+    # column name between dollar signs as mathematics: the PNG of the fit was
+    # not written ("could not write ... ParseFatalException"), or showed the
+    # name in italics without its dollars
+    pytest.importorskip("matplotlib")
+    from dpdbscan.render.plotting import plot_model
+
+    rng = np.random.default_rng(0)
+    X = rng.normal([0.3, 0.3], 0.03, size=(3000, 2))
+    rows = "\n".join(f"{x:.6f},{y:.6f},c{u}" for (x, y), u in zip(X, np.repeat(np.arange(150), 20)))
+    (tmp_path / "t.csv").write_text(",".join(names) + "\n" + rows + "\n")
+    args = ["fit", str(tmp_path / "t.csv"), "--header", "--columns", names[0], names[1], "--unit", names[2]]
+    args += ["--eps", "0.03", "--min-samples", "20", "--bounds", "0", "1", "--delta", "1e-6"]
+    args += ["--max-cells-per-unit", "20", "--seed", "1", "--out-dir", str(tmp_path), "--no-progress"]
+    assert main(args) == 0
+    assert (tmp_path / "t.spans.png").stat().st_size > 0
+    model = load_model(tmp_path / "t.spans.json")
+    ax = plot_model(model, kind="spans")
+    ax.figure.canvas.draw()
+    shown = [t.get_text() for t in (ax.title, ax.xaxis.label, ax.yaxis.label)]
+    drawn = [t._preprocess_math(t.get_text())[0] for t in (ax.title, ax.xaxis.label, ax.yaxis.label)]
+    assert drawn[1:] == list(names[:2]) and names[2] in " ".join(drawn[0].split("\n"))
+    assert all(t.count("$") == t.count("\\$") for t in shown)

@@ -129,6 +129,10 @@ class InputPoints:
     n_stray_files : int
         With ``--unit-from folder``: files lying directly in the folder, in
         no unit's sub-folder, left alone.
+    n_query_failed : int
+        Rows of the table an SQLite ``--query`` reads on which the query
+        failed alone (an expression raised on the row's values): dropped
+        (:meth:`.sqlitefile.Table.chunks`).
     n_read_before_cut : int, optional
         A gzip CSV file that ends early (cut part-way, as by an interrupted
         download): the rows read from the text before the cut, as a plain CSV
@@ -157,6 +161,7 @@ class InputPoints:
     n_damaged_records: int = 0
     n_broken_points: int = 0
     n_stray_files: int = 0
+    n_query_failed: int = 0
 
     def notes(self) -> list[str]:
         """One line per thing the data owner should know (private notes)."""
@@ -173,6 +178,11 @@ class InputPoints:
             )
         if self.n_not_point:
             out.append(f"{self.n_not_point:,} row(s) whose geometry is not a point (or is empty) are dropped")
+        if self.n_query_failed:
+            out.append(
+                f"{self.n_query_failed:,} row(s) on which the --query failed (an expression raised on the "
+                "row's values) are dropped"
+            )
         if self.n_read_before_damage is not None:
             out.append(
                 f"the file stops being valid JSON or XML after {self.n_read_before_damage:,} "
@@ -1070,7 +1080,8 @@ def _read_database(
     d = 2 if layer else len(idx)
 
     def blocks() -> Iterator[Block]:
-        for rows in table.chunks(exprs):
+        # every column in this one pass: a row the query fails on is left out of all of them
+        for rows in table.chunks(exprs, isolate=True):
             # text as bytes: one that is not UTF-8 is no unit, time or status
             ids = (
                 None
@@ -1084,7 +1095,9 @@ def _read_database(
                 yield (*gpkgfile.points([r[0] for r in rows], layer.srs_id), ids, more)
 
     got = InputPoints(np.zeros((0, d)), [])
-    return _gather(blocks(), got, layer is not None, unit_type, hook, path, progress, kinds)
+    got = _gather(blocks(), got, layer is not None, unit_type, hook, path, progress, kinds)
+    got.n_query_failed = table.n_failed
+    return got
 
 
 #: A block of rows: ``(X, bad rows, unit ids or None, the companion
@@ -1151,7 +1164,9 @@ def _database_column(path: Path, fmt: FileFormat, options: ReadOptions, column: 
         j = _companion_index(table.names, column, where)
         expr, arrow = sqlitefile.companion_expr(table.names[j], table.affinity(j))
         kind = pa.type_for_alias(arrow)
-        chunks = [sqlitefile.text_array([r[0] for r in rows], kind) for rows in table.chunks([expr])]
+        # a query's rows as the points' pass reads them: the same rows left out
+        rows_of = table.chunks([expr], isolate=True)
+        chunks = [sqlitefile.text_array([r[0] for r in rows], kind) for rows in rows_of]
     finally:
         con.close()
     return pa.chunked_array(chunks, type=kind)

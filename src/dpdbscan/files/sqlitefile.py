@@ -33,6 +33,20 @@ values never decide how a value is read: the declared type's affinity
   own decoding refused it while the rows were fetched, and the whole read
   failed on that one row: round 8.)
 
+* A ``--query`` is the user's, and an expression in it may raise on one
+  row's values (``json_extract`` or ``->>`` of text that is not JSON,
+  ``abs`` of the least integer): SQLite then stops the whole statement, and
+  the read failed, so that one row decided whether anything was released
+  (round 16). Where the query reads one ordinary table of the database,
+  that table is read through a temporary view of the same name
+  (:class:`_Isolation`), which changes nothing until the query fails: then
+  the rows of the table on which the query fails alone are found by
+  halving windows of their rowids, left out of that view, and the query
+  runs again; those rows are dropped (counted in a private note) and every
+  other row reads as it did. A query of several tables, or of the
+  database's own views, still fails whole (its reads cannot be narrowed to
+  one table's rows).
+
 Rows are fetched :data:`CHUNK` at a time, so memory holds one chunk of
 Python values beside the float64 result, whatever the table's size. No
 message quotes a value; table and column names are the schema (public, as
@@ -55,6 +69,9 @@ from .records import NULL_VALUES, coerce_binary
 CHUNK = 1 << 16
 
 _QUERY_VIEW = "dpdbscan_query"
+#: The temporary tables of :class:`_Isolation`: a window of rowids, and the rowids left out.
+_WINDOW = "dpdbscan_window"
+_LEFT_OUT = "dpdbscan_left_out"
 
 
 def _utf8(raw: Any) -> str | None:
@@ -149,6 +166,10 @@ class Table:
         self, con: sqlite3.Connection, where: str, table: str | None = None, query: str | None = None
     ) -> None:
         self.con, self.where = con, where
+        #: Rows of the query's table on which the query failed alone: dropped
+        #: (:class:`_Isolation`; private, for a note).
+        self.n_failed = 0
+        self._isolation: _Isolation | None = None
         if query is not None:
             self.name = "the --query result"
             self._from = f"temp.{quote(_QUERY_VIEW)}"
@@ -211,25 +232,199 @@ class Table:
     def affinity(self, i: int) -> str:
         return affinity(self.declared[i])
 
-    def chunks(self, exprs: Sequence[str]) -> Iterator[list[tuple[Any, ...]]]:
+    def chunks(self, exprs: Sequence[str], *, isolate: bool = False) -> Iterator[list[tuple[Any, ...]]]:
         """The rows of ``exprs`` (SQL expressions over the columns), in the
         table's order, :data:`CHUNK` rows at a time. TEXT values come as
         their bytes (SQLite does not check that they are UTF-8; Python's
         decoding would fail the fetch on one value): :func:`text_array`
-        reads them."""
+        reads them.
+
+        ``isolate`` (a ``--query``'s rows): where the query fails on a row
+        of the one table it reads, that row is left out and the query runs
+        again, its rows already given skipped (:class:`_Isolation`);
+        elsewhere, and for another failure, the read fails
+        (:func:`cannot_read`). Every column of the query is computed then,
+        so that every pass that isolates leaves out the same rows."""
+        sql = f"SELECT {', '.join(exprs)} FROM {self._from}"
+        if isolate and self._from.startswith("temp."):
+            # every column of the query computed (those ``exprs`` do not read
+            # by typeof, which never fails, nor is it ever 'none'): a row fails
+            # in every pass or in none, whichever columns a pass reads, so two
+            # passes leave out the same rows
+            rest = [n for n in self.names if not any(quote(n) in e for e in exprs)]
+            every = " AND ".join(f"typeof({quote(n)}) <> 'none'" for n in rest)
+            sql += f" WHERE {every}" if every else ""
+            if self._isolation is None:
+                self._isolation = _Isolation.of(self.con, sql)
         before = self.con.text_factory
         self.con.text_factory = bytes
+        given = 0
         try:
-            cur = self.con.execute(f"SELECT {', '.join(exprs)} FROM {self._from}")
             while True:
-                rows = cur.fetchmany(CHUNK)
-                if not rows:
-                    return
-                yield rows
-        except sqlite3.Error:
-            raise cannot_read(self.where) from None
+                cur = None
+                try:
+                    cur = self.con.execute(sql)
+                    skip = given
+                    while True:
+                        rows = cur.fetchmany(CHUNK)
+                        if not rows:
+                            return
+                        if skip:  # the rows before the failure: given already
+                            if len(rows) <= skip:
+                                skip -= len(rows)
+                                continue
+                            rows, skip = rows[skip:], 0
+                        given += len(rows)
+                        yield rows
+                except sqlite3.Error:
+                    if cur is not None:
+                        cur.close()  # its statement ended: the view can be changed
+                    found = 0 if self._isolation is None else self._isolation.leave_out_failing(sql)
+                    if not found:
+                        raise cannot_read(self.where) from None
+                    self.n_failed += found
         finally:
             self.con.text_factory = before
+
+
+class _Isolation:
+    """The one ordinary table a ``--query`` reads, read through a temporary
+    view of the same name (SQLite looks up a name in ``temp`` first), so
+    that the rows on which the query fails alone can be left out.
+
+    The view is ``SELECT * FROM main.T WHERE rowid NOT IN (the rows left
+    out)``: while none is, it reads every row of ``T``, in the order the
+    query's plan reads them, and the query's result is what it was. When the
+    query fails (an expression raised on a row's values), the windows of
+    ``T``'s rowids on which it fails are halved until each is one row
+    (a window is read through the view's twin with ``rowid BETWEEN``): those
+    rows, each failing alone, are left out, and the query runs again with
+    the same plan (the view's text is the same), so its rows are the rows
+    it gave before and then the rest, without the ones left out. Whether a
+    row is left out depends on that row's values alone: a table with one
+    more such row reads as the table without it (docs/privacy.md section
+    8, round 16). A failure that is no row's (an empty window fails too:
+    the file locked, damaged) or that no single row makes leaves nothing
+    out, and the read fails as before.
+    """
+
+    def __init__(self, con: sqlite3.Connection, table: str) -> None:
+        self.con, self.table = con, table
+        self.left_out: set[int] = set()
+
+    @classmethod
+    def of(cls, con: sqlite3.Connection, sql: str) -> _Isolation | None:
+        """The isolation of ``sql``'s one table, or None where the query
+        reads more than one table, a view of the database or a table
+        without rowids, or where the view cannot stand in for the table
+        (the query names ``main.T``): the schema and the query's text
+        alone (public), no row read."""
+        try:
+            reads = [(t, c) for t, c, db, _ in _reads(con, sql) if db == "main"]
+            tables = {t for t, _ in reads}
+            # the table's rowid is no view's (a view's reads as NULL): such a query is not narrowed
+            if len(tables) != 1 or any(c == "ROWID" for _, c in reads):
+                return None
+            (table,) = tables
+            if table in (_QUERY_VIEW, _WINDOW, _LEFT_OUT):  # the names of this reader's own
+                return None
+            kind = con.execute("SELECT type FROM main.sqlite_master WHERE name = ?", (table,)).fetchone()
+            if kind is None or kind[0] != "table":
+                return None
+            con.execute(f"SELECT rowid FROM main.{quote(table)} LIMIT 0").fetchall()
+            con.execute(f"CREATE TEMP TABLE IF NOT EXISTS {quote(_WINDOW)} (lo INTEGER, hi INTEGER)")
+            con.execute(f"CREATE TEMP TABLE IF NOT EXISTS {quote(_LEFT_OUT)} (r INTEGER PRIMARY KEY)")
+        except sqlite3.Error:
+            return None
+        iso = cls(con, table)
+        try:
+            iso._view(window=False)
+            # every read of the table now through the view (one naming main.T
+            # would not be), and the query still compiles (one naming the
+            # table's rowid or an index of it does not, through a view)
+            if all(db != "main" or source == table for _, _, db, source in _reads(con, sql)):
+                return iso
+        except sqlite3.Error:
+            pass
+        try:
+            iso.drop()
+        except sqlite3.Error:  # pragma: no cover - dropping the connection's own view
+            raise cannot_read("the --query's database") from None
+        return None
+
+    def _view(self, *, window: bool) -> None:
+        t = quote(self.table)
+        rows = f"rowid NOT IN (SELECT r FROM temp.{quote(_LEFT_OUT)})"
+        if window:
+            w = f"temp.{quote(_WINDOW)}"
+            rows += f" AND rowid BETWEEN (SELECT lo FROM {w}) AND (SELECT hi FROM {w})"
+        self.con.execute(f"DROP VIEW IF EXISTS temp.{t}")
+        self.con.execute(f"CREATE TEMP VIEW {t} AS SELECT * FROM main.{t} WHERE {rows}")
+
+    def drop(self) -> None:
+        self.con.execute(f"DROP VIEW IF EXISTS temp.{quote(self.table)}")
+
+    def _fails(self, sql: str, lo: int, hi: int) -> bool:
+        """Whether ``sql`` fails on the rows of the window ``[lo, hi]`` (rowids)."""
+        self.con.execute(f"UPDATE temp.{quote(_WINDOW)} SET lo = ?, hi = ?", (lo, hi))
+        try:
+            cur = self.con.execute(sql)
+            while cur.fetchmany(CHUNK):
+                pass
+        except sqlite3.Error:
+            return True
+        return False
+
+    def leave_out_failing(self, sql: str) -> int:
+        """Leave out the rows on which ``sql`` fails alone (each found by
+        halving windows of rowids); how many were newly left out (0: none,
+        and the failure stands)."""
+        t = f"main.{quote(self.table)}"
+        try:
+            lo, hi = self.con.execute(f"SELECT min(rowid), max(rowid) FROM {t}").fetchone()
+            self.con.execute(f"DELETE FROM temp.{quote(_WINDOW)}")
+            self.con.execute(f"INSERT INTO temp.{quote(_WINDOW)} VALUES (1, 0)")
+            self._view(window=True)
+            found: list[int] = []
+            # a failure in an empty window is no row's: nothing to leave out
+            if lo is not None and not self._fails(sql, 1, 0):
+                todo = [(int(lo), int(hi))]
+                while todo:
+                    a, b = todo.pop()
+                    if not self._fails(sql, a, b):
+                        continue
+                    if a == b:
+                        found.append(a)
+                        continue
+                    mid = a + (b - a) // 2
+                    todo += [(mid + 1, b), (a, mid)]
+            new = sorted(set(found) - self.left_out)
+            self.con.executemany(f"INSERT INTO temp.{quote(_LEFT_OUT)} VALUES (?)", [(r,) for r in new])
+            self.left_out.update(new)
+            self._view(window=False)
+        except sqlite3.Error:
+            return 0
+        return len(new)
+
+
+def _reads(con: sqlite3.Connection, sql: str) -> list[tuple[str, str, str, str | None]]:
+    """The columns ``sql`` reads, as SQLite's authorizer sees it compile the
+    statement (nothing run): ``(table, column, database, view or trigger
+    reading it)``; a rowid is the column ``ROWID``, whichever name the query
+    gives it."""
+    seen: list[tuple[str, str, str, str | None]] = []
+
+    def note(action: int, table: Any, column: Any, db: Any, source: Any) -> int:
+        if action == sqlite3.SQLITE_READ:
+            seen.append((str(table), str(column), str(db), None if source is None else str(source)))
+        return sqlite3.SQLITE_OK
+
+    con.set_authorizer(note)
+    try:
+        con.execute(f"EXPLAIN {sql}").fetchall()
+    finally:
+        con.set_authorizer(None)
+    return seen
 
 
 # --------------------------------------------------------------------------- #

@@ -334,7 +334,7 @@ def figure(ex: Exploration, model: SpanModel, *, panel_inches: float = 2.6, dpi:
     # wrapped to the figure's width (DejaVu Sans at 9 pt averages under 0.62
     # em a character): a narrow grid cut the protection line at both edges
     chars = max(30, int(fig.get_figwidth() * 72.0 / (TITLE_POINTS * 0.62)))
-    fig.suptitle(textwrap.fill(head, chars, break_on_hyphens=False), fontsize=TITLE_POINTS)
+    fig.suptitle(plotting.literal(textwrap.fill(head, chars, break_on_hyphens=False)), fontsize=TITLE_POINTS)
     return fig
 
 

@@ -27,7 +27,7 @@ from ..model.describe import protection_brief
 from ..model.record import SpanModel
 from ..model.stats import span_stats
 from . import spanplot
-from .plotting import _plt, add_scale_bar, span_paths
+from .plotting import _plt, add_scale_bar, literal, span_paths
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -123,7 +123,7 @@ def plot_periods(model: SpanModel, *, dpi: float = 110) -> Figure:
         f"the 95% interval of the noisy mass above 0). {protection_brief(model)}"
     )
     # about 14 characters an inch at 8 points: the guarantee is never cut off
-    fig.suptitle(textwrap.fill(head, width=int(max(cols, MIN_WIDE) * PANEL_INCHES * 14)), fontsize=8)
+    fig.suptitle(literal(textwrap.fill(head, width=int(max(cols, MIN_WIDE) * PANEL_INCHES * 14))), fontsize=8)
     return fig
 
 

@@ -77,6 +77,14 @@ def _set_title(ax: Axes, text: str) -> None:
 TITLE_POINTS = 9
 
 
+def literal(text: str) -> str:
+    """``text`` drawn as it is: a ``$`` escaped, so that matplotlib never
+    reads a unit's or a column's name (a declared header's, public) as
+    mathematics, which drew ``$x$`` in italics and failed the picture on
+    ``$\\foo{$`` (round 16)."""
+    return str(text).replace("$", r"\$")
+
+
 def mark_private(ax: Axes) -> Axes:
     """Mark a picture that draws private points as such, inside the picture:
     the title starts with :data:`PRIVATE_PICTURE` and a large translucent
@@ -478,7 +486,7 @@ def plot_spans(
     ax.set_xlim(x0, x1)
     ax.set_ylim(y0, y1)
     ax.set_aspect(aspect)
-    _set_title(ax, title or f"{model.n_spans} DP span(s)\n{protection_brief(model)}")
+    _set_title(ax, title or f"{model.n_spans} DP span(s)\n{literal(protection_brief(model))}")
     if points is not None and len(points):
         mark_private(ax)
     shown = np.flatnonzero(in_view)
@@ -683,11 +691,11 @@ def plot_model(
     if kind == "histogram":
         assert model.histogram is not None  # checked above
         ax = plot_histogram(model.histogram, ax, transform=transform, aspect=aspect)
-        _set_title(ax, f"{ax.get_title()}\n{protection_brief(model)}")
+        _set_title(ax, f"{ax.get_title()}\n{literal(protection_brief(model))}")
     elif kind == "sums":
         assert model.histogram is not None  # checked above
         ax = plot_neighbour_sums(model.histogram, ax, transform=transform, aspect=aspect)
-        _set_title(ax, f"{ax.get_title()}\n{protection_brief(model)}")
+        _set_title(ax, f"{ax.get_title()}\n{literal(protection_brief(model))}")
     elif kind == "spans":
         alpha = format_km(model.grid.eps) if proj is not None else f"{model.grid.eps:g}"
         view: Extent = "spans"
@@ -706,7 +714,8 @@ def plot_model(
             context=context,
         )
         title = (
-            f"{model.n_spans} DP span(s), eps={alpha}, {min_samples_brief(model)}\n{protection_brief(model)}"
+            f"{model.n_spans} DP span(s), eps={alpha}, {min_samples_brief(model)}\n"
+            f"{literal(protection_brief(model))}"
         )
         heat = [im for im in ax.images if im.get_gid() == "heat"]
         if heat:
@@ -736,8 +745,8 @@ def plot_model(
         ax.ticklabel_format(style="plain", useOffset=False)
         add_scale_bar(ax, proj.kx)
     elif len(model.metadata.get("columns") or []) == 2:
-        ax.set_xlabel(model.metadata["columns"][0])
-        ax.set_ylabel(model.metadata["columns"][1])
+        ax.set_xlabel(literal(model.metadata["columns"][0]))
+        ax.set_ylabel(literal(model.metadata["columns"][1]))
     return ax
 
 

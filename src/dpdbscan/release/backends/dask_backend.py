@@ -1557,14 +1557,53 @@ class DaskBackend:
         if time is not None:
             _check_time_column(schema.columns, cols, time)
             cols = [*cols, time]
-        self._check_parquet_types(paths, cols)
-        return dd.read_parquet(
-            paths,
-            columns=cols,
-            storage_options=self.storage_options,
-            arrow_to_pandas={"types_mapper": exact_integers},
-            dataset=_NO_PARTITIONS,
-        )
+        schemas = self._check_parquet_types(paths, cols)
+        lacking = [f for f, names in schemas if not set(cols) <= set(names)]
+        if not lacking:
+            return dd.read_parquet(
+                paths,
+                columns=cols,
+                storage_options=self.storage_options,
+                arrow_to_pandas={"types_mapper": exact_integers},
+                dataset=_NO_PARTITIONS,
+            )
+        return self._filled_parquet(schemas, cols)
+
+    def _filled_parquet(self, schemas: list[tuple[str, list[str]]], cols: list[str]) -> Any:
+        """The files' columns ``cols`` where some file lacks one (its schema
+        says so: public): each file read alone, a column it lacks missing in
+        its rows (NaN, no unit, no time), as the in-memory reader reads it.
+        dask read the files together with the first one's columns and failed
+        on the file without one ("not in index"), after a ledger had reserved
+        the release: one more unit's file without its unit column decided
+        whether anything was released (docs/privacy.md section 8, round 16)."""
+        import dask.dataframe as dd
+        import pandas as pd
+
+        def read(f: str, columns: list[str]) -> Any:
+            return dd.read_parquet(
+                f,
+                columns=columns,
+                storage_options=self.storage_options,
+                arrow_to_pandas={"types_mapper": exact_integers},
+                dataset=_NO_PARTITIONS,
+            )
+
+        meta = read(schemas[0][0], cols)._meta  # the first file's types (the others agree: checked)
+
+        def fill(part: Any) -> Any:
+            out = part.copy()
+            for c in cols:
+                if c not in out.columns:
+                    out[c] = pd.Series(pd.array([None] * len(out), dtype=meta[c].dtype), index=out.index)
+            return out[cols]
+
+        frames = []
+        for f, names in schemas:
+            have = [c for c in cols if c in names]
+            frame = read(f, have)
+            frames.append(frame if len(have) == len(cols) else frame.map_partitions(fill, meta=meta))
+        return dd.concat(frames)
 
     def check_files(
         self, X: Any, d: int, unit: str | None = None, time: str | None = None
@@ -1605,12 +1644,13 @@ class DaskBackend:
         frame = self._read_parquet(paths, d, unit, time)
         return [str(c) for c in list(frame.columns)[:d]]  # the coordinates come first
 
-    def _check_parquet_types(self, paths, columns):
+    def _check_parquet_types(self, paths, columns) -> list[tuple[str, list[str]]]:
         """Refuse files that declare a read column with different types, from
         their schemas (public), as the in-memory reader does
         (:func:`dpdbscan.files.reader.check_schemas_agree`): dask would cast
         every file to one type, and whether that cast succeeds depends on the
-        values."""
+        values. Returns each file (when there are two or more) with its
+        columns' names."""
         import fsspec  # type: ignore[import-untyped]
         import pyarrow.parquet as pq
 
@@ -1624,15 +1664,19 @@ class DaskBackend:
             else:
                 files.append(p)
         if len(files) < 2:
-            return
+            return []
 
         def schema_of(f):
             with fs.open(f, "rb") as handle:
                 return pq.read_schema(handle)
 
-        first = schema_of(files[0])
-        rest = ((f.rsplit("/", 1)[-1], schema_of(f)) for f in files[1:])
-        check_schemas_agree(first, rest, columns, where=str(paths[0]))
+        schemas = [(f, schema_of(f)) for f in files]
+        first = schemas[0][1]
+        check_schemas_agree(
+            first, ((f.rsplit("/", 1)[-1], s) for f, s in schemas[1:]), columns, where=str(paths[0])
+        )
+        # each file with its columns' names, for a file that lacks one (public: its schema)
+        return [(fs.unstrip_protocol(f), list(s.names)) for f, s in schemas]
 
     def _parquet_schema(self, paths):
         import dask.dataframe as dd
