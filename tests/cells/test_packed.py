@@ -4,7 +4,7 @@ seeded release writes must not depend on the process that writes them.
 ISA-L's deflate (``isal_zlib.compress``, which packed arrays used when
 ``isal`` was installed) chose other matches for a few small arrays depending
 on where its stream state sat in memory (on the calling thread's stack):
-same_release case 78 wrote another model file in about 1 fresh process of 7,
+same_release case 78 wrote another model file in about 1 fresh process of 9,
 every array the same once inflated. Threads alive at once have their stacks
 at different addresses, so packing the same arrays in each of them shows it
 within one process."""
