@@ -613,6 +613,32 @@ def test_same_release_tree_run_survives_a_case_that_fails_there(monkeypatch, tmp
     assert "2 of 3 cases the same bit for bit" in out
 
 
+def test_same_release_content_reads_through_the_deflate_stream():
+    """Two deflate streams of the same array are the same content; another
+    array, dtype or shape is not (--tree says when only the streams differ)."""
+    import base64
+    import zlib
+
+    from benchmarks import same_release
+
+    def model(raw: bytes, level: int, dtype: str = "<i4", shape=(6,)) -> bytes:
+        packed = {
+            "dtype": dtype,
+            "shape": list(shape),
+            "zlib_base64": base64.b64encode(zlib.compress(raw, level)).decode(),
+        }
+        return json.dumps({"spans": [{"cells": packed, "f": 2}], "theta": 3.5}).encode()
+
+    raw = np.array([39, 20, 13, 39, 20, 14], dtype=np.int32).tobytes()
+    a, b = model(raw, 1), model(raw, 9)
+    assert a != b
+    assert same_release._content(a) == same_release._content(b)
+    other = np.array([39, 20, 13, 39, 20, 15], dtype=np.int32).tobytes()
+    assert same_release._content(model(other, 1)) != same_release._content(a)
+    assert same_release._content(model(raw, 1, shape=(2, 3))) != same_release._content(a)
+    assert same_release._content(model(raw, 1, dtype="<u4")) != same_release._content(a)
+
+
 def test_fit_stages_counts_every_stage_it_wraps_and_puts_them_back():
     from benchmarks import fit_stages
     from dpdbscan.post import sums

@@ -26,15 +26,16 @@ def pack(arr: np.ndarray) -> dict:
 
 
 def _deflate(raw: bytes | memoryview) -> bytes:
-    """A zlib stream of ``raw`` at level 1: by ISA-L when ``isal`` is installed
-    (about 4 times faster: 0.04 s against 0.15 s for the 17.6 MB histogram of
-    full Cabs here, within 1% of the size), else by zlib. Either is read back
-    by ``zlib.decompress``."""
-    try:
-        from isal import isal_zlib
-    except ImportError:
-        return zlib.compress(raw, 1)
-    return isal_zlib.compress(raw, 1)
+    """A zlib stream of ``raw`` at level 1, by Python's zlib. Not by ISA-L
+    (``isal``), though it is 3-4 times faster on large arrays (56 against
+    187 ms of CPU for a 17.6 MB dense histogram): ISA-L 2.32's
+    deflate picks other matches for some small arrays depending on where its
+    stream state sits in memory (python-isal keeps it on the calling thread's
+    stack), so a seeded release wrote another model file in about 1 fresh
+    process of 9 (same_release case 78; tests/cells/test_packed.py). zlib's
+    stream depends only on the bytes, and it is the same whether or not the
+    ``io`` extra is installed."""
+    return zlib.compress(raw, 1)
 
 
 def unpack(d: dict) -> np.ndarray:
