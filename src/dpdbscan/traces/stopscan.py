@@ -18,7 +18,6 @@ import numpy as np
 
 from .._jit import inlined, kernel
 
-
 #: The stops :func:`stop_anchors` first makes room for (doubled when full).
 FIRST_ROOM = 1 << 12
 
