@@ -207,3 +207,24 @@ def test_float_seconds_with_an_infinity_are_read_again(tmp_path):
     ints = np.array([1, 2, 3])
     got, _ = parsed_inputs(Stops(0.1, 300.0), ints)
     assert got.dtype == np.float64 and got is not ints
+
+
+@pytest.mark.parametrize("unit", ["s", "ms"])
+def test_the_times_parts_are_let_go_as_they_are_read(unit):
+    """The door reads a chunked time column part by part, each part let go
+    once read (so the column is never held whole beside its seconds): the
+    seconds of the whole column, every value alone."""
+    from dpdbscan.traces.times import chunks_of, seconds_of_parts
+
+    rng = np.random.default_rng(4)
+    values = [T0 + 60 * rng.integers(0, 10_000, k) for k in (5, 0, 9, 1)]
+    column = pa.chunked_array([pa.array(v, mask=rng.random(v.size) < 0.2) for v in values])
+    parts = chunks_of(column)
+    assert len(parts) == 4
+    got = seconds_of_parts(parts, unit)
+    assert parts == [None] * 4
+    np.testing.assert_array_equal(got, parse_times(column, unit))
+    text = pa.chunked_array([["2008-05-17T10:00:00Z", "x"], [None, f"{T0}"]])
+    np.testing.assert_array_equal(seconds_of_parts(chunks_of(text)), parse_times(text))
+    empty = pa.chunked_array([], type=pa.int64())
+    assert seconds_of_parts(chunks_of(empty), unit).shape == (0,)

@@ -53,7 +53,7 @@ from ..files.records import BlockCounts
 from ..files.unitids import read_units
 from ..geometry.projection import LAT_NAMES, LON_NAMES, check_lonlat_names, default_geo_columns
 from ..params.validation import check_array
-from ..traces import parse_times
+from ..traces.times import chunks_of, seconds_of_parts
 from .box import Box, public_box, split_bounds
 from .clipping import BlockPrep, dropped_note, note_clipping, note_clipping_counted
 from .notes import Notes
@@ -331,10 +331,12 @@ def read_file(source: Source, *, eta: float, notes: Notes | None = None) -> Poin
         )
     if times is not None:
         # float seconds, what every use of the times reads them as (parse_times
-        # reads them back as they are); the column as read is let go here, so
-        # that the times are not held twice (full Cabs: 88 MB of int64 beside
-        # 88 MB of seconds while the stops were found)
-        times = parse_times(times, source.time_unit, time_format=source.time_format)
+        # reads them back as they are); the column as read is let go chunk by
+        # chunk as it is read, so that the times are never held twice (full
+        # Cabs: 88 MB of int64 beside 88 MB of seconds)
+        parts = chunks_of(times)
+        del times
+        times = seconds_of_parts(parts, source.time_unit, source.time_format)
     box = _box(source, X.shape[1], X)
     counts = None if prep is None else prep.result(X.shape[0])
     if box.proj is not None and counts is None:

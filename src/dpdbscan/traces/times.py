@@ -164,6 +164,34 @@ def parse_times(values: Any, unit: str = "s", time_format: str | None = None) ->
     raise TypeError(f"times must be numbers, timestamps or text (one per row), got dtype {arr.dtype}")
 
 
+def chunks_of(values: Any) -> list[Any]:
+    """A pyarrow ChunkedArray of at least one chunk as the list of its
+    chunks, for :func:`seconds_of_parts`; any other input as a list of itself."""
+    import pyarrow as pa
+
+    if isinstance(values, pa.ChunkedArray) and values.num_chunks:
+        return list(values.chunks)
+    return [values]
+
+
+def seconds_of_parts(parts: list[Any], unit: str = "s", time_format: str | None = None) -> np.ndarray:
+    """:func:`parse_times` of consecutive ``parts`` of a column (:func:`chunks_of`),
+    in one array: each value is read alone, so part by part gives the same
+    values. Each part is let go (its place in ``parts`` set to None) once
+    read, so that a caller holding the column only through ``parts`` never
+    holds it whole beside its seconds (full Cabs: 88 MB)."""
+    if len(parts) == 1:
+        return parse_times(parts.pop(), unit, time_format=time_format)
+    out = np.empty(sum(len(p) for p in parts))
+    at = 0
+    for i in range(len(parts)):
+        part, parts[i] = parts[i], None
+        out[at : at + len(part)] = parse_times(part, unit, time_format=time_format)
+        at += len(part)
+        del part
+    return out
+
+
 #: Values per block of :func:`read_as_they_are`'s check (no full-length temporary).
 _CHECK_BLOCK = 1 << 18
 
