@@ -4,10 +4,11 @@ fit) in two source trees, alternated in the same run.
     python -m benchmarks.places_trees BASE_TREE NEW_TREE [--rounds 5]
         [--kinds person,stops,pickups,event] [--data PATH] [--json OUT]
 
-Each round runs every kind in the base tree, then in the new one (each a
-checkout with ``src/``, such as ``git worktree add``), one fresh process
-each (:mod:`benchmarks.peakrss`: wall, CPU as user + system, peak RSS),
-the tree's ``src`` first on the path. The commands are ``bench_places``'
+Each round runs every kind in the base tree and in the new one, the
+order swapped every other round (each tree a checkout with ``src/``, such
+as ``git worktree add``), one fresh process each (:mod:`benchmarks.peakrss`:
+wall, CPU as user + system, peak RSS), the tree's ``src`` first on the path.
+The commands are ``bench_places``'
 on full Cabs (``--unit cab``, eps 200 m, MinPts 30, ``--geo``,
 ``--max-cells-per-unit auto``; stops ``--stops 100m 5min``, pick-ups
 ``--trip-ends occupied``) and ``event``: the same without ``--unit``,
@@ -91,7 +92,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 timed(fit_command(kind, out, f"warm{i}{kind}", args.data), tree)
         for r in range(args.rounds):
             for kind in kinds:
-                for i, tree in enumerate(trees):
+                # the trees' order swapped every other round: neither always runs
+                # right after the other (whose freed memory the kernel is still reclaiming)
+                for i in (0, 1) if r % 2 == 0 else (1, 0):
+                    tree = trees[i]
                     load = os.getloadavg()[0]
                     got = timed(fit_command(kind, out, f"{kind}{i}r{r}", args.data), tree)
                     runs.setdefault(f"{i}:{kind}", []).append(got | {"load": load})

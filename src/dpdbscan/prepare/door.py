@@ -48,7 +48,7 @@ from ..cells.grid import MAX_KAPPA, count_neighbours
 from ..exceptions import private_note
 from ..files import InputPlan, ReadOptions, check_parquet_columns, open_input, read_columns
 from ..files.formats import LABEL_COLUMN, format_of, is_index_column, looks_like_unit
-from ..files.reader import InputPoints
+from ..files.reader import InputPoints, release_arrow_memory
 from ..files.records import BlockCounts
 from ..files.unitids import read_units
 from ..geometry.projection import LAT_NAMES, LON_NAMES, check_lonlat_names, default_geo_columns
@@ -337,6 +337,7 @@ def read_file(source: Source, *, eta: float, notes: Notes | None = None) -> Poin
         parts = chunks_of(times)
         del times
         times = seconds_of_parts(parts, source.time_unit, source.time_format)
+        release_arrow_memory()
     box = _box(source, X.shape[1], X)
     counts = None if prep is None else prep.result(X.shape[0])
     if box.proj is not None and counts is None:
