@@ -100,14 +100,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     got = timed(fit_command(kind, out, f"{kind}{i}r{r}", args.data), tree)
                     runs.setdefault(f"{i}:{kind}", []).append(got | {"load": load})
     summary: dict[str, Any] = {"trees": [str(t) for t in trees], "rounds": args.rounds, "kinds": {}}
-    loads = [x["load"] for got in runs.values() for x in got]
+    loads = [x["load"] for each in runs.values() for x in each]
     summary["load"] = {"min": min(loads), "median": statistics.median(loads), "max": max(loads)}
     keys = (*CLOCKS, "peak_rss_bytes", "minor_faults")
     for kind in kinds:
         base, new = runs[f"0:{kind}"], runs[f"1:{kind}"]
         row: dict[str, Any] = {}
-        for i, got in enumerate((base, new)):
-            row[f"tree{i}"] = {k: statistics.median(x[k] for x in got) for k in keys}
+        for i, done in enumerate((base, new)):
+            row[f"tree{i}"] = {k: statistics.median(x[k] for x in done) for k in keys}
         row["ratio"] = {k: row["tree1"][k] / row["tree0"][k] for k in keys}
         row["round_ratio"] = {k: statistics.median(b[k] / a[k] for a, b in zip(base, new)) for k in keys}
         summary["kinds"][kind] = row
