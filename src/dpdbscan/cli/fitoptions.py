@@ -246,7 +246,7 @@ def events_step(
         rows = events_rows(events, X64, pts.units, pts.times, pts.status, notes=notes or (lambda _: None))
         X, units = (pts.X if keep_times else X64)[rows], take_rows(pts.units, rows)
         if keep_times:
-            times = parse_times(pts.times)[rows]
+            times = parse_times(take_rows(pts.times, rows))  # each value alone: the events' only
         what = "stop(s)" if isinstance(events, Stops) else f"{events.ends} point(s)"
         if notes is not None and X.shape[0]:  # none: events_rows said why
             said = f"{X.shape[0]:,} {what} of the units found in {n_rows:,} rows are counted"

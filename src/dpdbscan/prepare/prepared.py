@@ -31,7 +31,8 @@ class Points:
     name, else None) and ``schema_names`` every column's
     name from a declared header or schema (None: none declared). ``meta``
     is what the model records about the box (public). ``times`` and
-    ``status``: a trace's time and 0/1 status columns as read (row for row
+    ``status``: a trace's times as float seconds (:func:`dpdbscan.traces.parse_times`
+    of the column as read; NaN: no time) and its 0/1 status column as read (row for row
     with ``X``; None unless :attr:`~dpdbscan.prepare.door.Source.time_column`
     asks for them), for the per-unit steps that make stops or trip ends.
     ``read_names``: the coordinate columns a distributed backend will read

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .stops import stop_rows
-from .times import parse_duration, parse_times
+from .times import parse_duration, parse_times, read_as_they_are
 from .tripends import ENDS, parse_status, trip_end_rows
 
 _LENGTH = re.compile(r"^\s*([+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([a-zA-Z]*)\s*$")
@@ -165,8 +165,10 @@ def parse_radius(text: str | float, *, geo: bool) -> float:
 
 def parsed_inputs(events: Events, times: Any, status: Any = None) -> tuple[np.ndarray, np.ndarray | None]:
     """``(times, status)`` as read, parsed: float seconds and, for trip ends,
-    0.0/1.0 (NaN where a value is missing or unreadable: its row is dropped)."""
-    t = parse_times(times)
+    0.0/1.0 (NaN where a value is missing or unreadable: its row is dropped).
+    Times already in float seconds (:func:`.times.read_as_they_are`) are
+    returned as they are, not copied: the callers only read them."""
+    t = times if read_as_they_are(times) else parse_times(times)
     s = events.status_of(status) if isinstance(events, TripEnds) and status is not None else None
     return t, s
 

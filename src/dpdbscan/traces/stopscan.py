@@ -18,6 +18,9 @@ import numpy as np
 
 from .._jit import inlined, kernel
 
+#: The stops :func:`stop_anchors` first makes room for (doubled when full).
+FIRST_ROOM = 1 << 12
+
 
 @inlined
 def _row(rows: np.ndarray, i: int, n: int, step: int) -> int:
@@ -57,7 +60,9 @@ def stop_anchors(
     """
     n = rows.shape[0] if step == 0 else codes.shape[0]
     d = X.shape[1]
-    out = np.empty(n, np.int64)
+    # grown as stops are found (at most one a point): not one entry per
+    # point (88 MB of address space for full Cabs, its stops a few percent)
+    out = np.empty(min(n, FIRST_ROOM), np.int64)
     m = 0
     i = 0
     while i < n:
@@ -80,6 +85,10 @@ def stop_anchors(
                 lasting = True
             j += 1
         if lasting:
+            if m == out.shape[0]:
+                grown = np.empty(min(n, 2 * m), np.int64)
+                grown[:m] = out
+                out = grown
             out[m] = i
             m += 1
             i = j
