@@ -69,7 +69,14 @@ def private_note(text: str, stacklevel: int = 1) -> None:
     one record (docs/privacy.md section 8, round 13). So a note those
     filters would raise is said as a warning instead (shown, or recorded by
     ``catch_warnings(record=True)``), as "always" says it; a filter that
-    ignores it still does."""
+    ignores it still does.
+
+    The caller's module globals are not handed to the warning machinery:
+    for a program run as ``python -m package.module`` its ``__main__``
+    module's loader refuses to give the source of ``__main__``
+    (``ImportError``), so a note said to such a program's frame (the
+    person-level delta note, counted from the private number of units)
+    failed the fit that had made a release (docs/privacy.md section 8)."""
     try:
         frame = sys._getframe(stacklevel)
     except ValueError:  # a stack not that deep: where warnings.warn says it from then
@@ -87,7 +94,6 @@ def private_note(text: str, stacklevel: int = 1) -> None:
             lineno,
             module=g.get("__name__"),
             registry=g.setdefault("__warningregistry__", {}),
-            module_globals=g,
         )
 
     try:

@@ -519,3 +519,48 @@ def test_many_units_and_cells_give_the_same_pairs_by_cell_keys_as_by_cell_ranks(
     for field in ("units", "keys", "counts", "unit_words", "uniques"):
         assert np.array_equal(getattr(got, field), getattr(want, field)), field
     assert got.keys.dtype == want.keys.dtype
+
+
+@pytest.mark.parametrize("extra_units", [0, 1])
+def test_a_program_run_as_a_module_gets_its_release_with_or_without_the_delta_note(tmp_path, extra_units):
+    """The delta note is counted from the private number of units and said to
+    the caller's frame. In a program run as ``python -m package.module`` that
+    frame's module is ``__main__``, whose loader refuses to give its source
+    (ImportError): the note failed the fit after the release was made, so D
+    (19 units: no note at delta 0.005) was released and D' (20 units: a note)
+    was not. Both are released now, and D' says its note."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import dpdbscan
+
+    pkg = tmp_path / "notepkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "run.py").write_text(
+        "import sys\n"
+        "import numpy as np\n"
+        "from dpdbscan import DPDBSCAN\n"
+        "n_units = int(sys.argv[1])\n"
+        "rng = np.random.default_rng(4)\n"
+        "X = rng.random((600, 2))\n"
+        "units = np.arange(600) % n_units\n"
+        "est = DPDBSCAN(eps=0.1, min_samples=5, epsilon=1.0, bounds=(0, 1), random_state=0,\n"
+        "               noise='gaussian', delta=0.005, max_cells_per_unit=4).fit(X, units=units)\n"
+        "print('released', est.spans_.n_spans)\n"
+    )
+    src = str(Path(dpdbscan.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": f"{src}:{tmp_path}"}
+    n_units = 19 + extra_units  # delta * n: 0.095 (below the note's 0.1) and 0.1
+    proc = subprocess.run(
+        [sys.executable, "-m", "notepkg.run", str(n_units)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-1500:]
+    assert proc.stdout.startswith("released")
+    assert ("one over the number of units" in proc.stderr) == bool(extra_units)
