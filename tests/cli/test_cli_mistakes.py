@@ -192,6 +192,12 @@ MISTAKES = [
         "sweep --model {model} --min-samples 10 --epsilon 5 --out-dir {out}",
         "shape",
     ),
+    (
+        # which points a release counts is the fit's: a saved release was read already
+        "sweep a model dropping the points outside",
+        "sweep --model {model} --min-samples 10 --outside drop --out-dir {out}",
+        "--outside shape(s) a new release",
+    ),
     ("sweep with neither file nor model", "sweep --min-samples 5 --out-dir {out}", "either an input"),
     (
         "forecast --geo with a bare eps",

@@ -230,6 +230,14 @@ def test_check_counts_the_events_and_forecast_says_so(capsys, tmp_path):
     )
     assert rc == 0, err
     assert "each unit's stops, not its rows" in out
+    # no --n-expected given: the line does not speak of one as given
+    assert "--n-expected is then your guess" not in out and "given as --n-expected would be" in out
+    rc, out, err = run(
+        capsys, "forecast", "--eps", "0.05", "--min-samples", "20", "--bounds", "0", "0", "1", "1",
+        "--max-cells-per-unit", "4", "--delta", "1e-6", "--stops", "0.01", "5min", "--n-expected", "5000",
+    )  # fmt: skip
+    assert rc == 0, err
+    assert "--n-expected is then your guess of the number of those points" in out
 
 
 @pytest.mark.parametrize(

@@ -304,10 +304,12 @@ def cmd_forecast(args: argparse.Namespace, sink: WarningSink) -> int:
                 "4.10); this forecast is release one's at the whole epsilon"
             )
     if events is not None:
-        print(
-            f"counts    : {event_words(events.record(), length)}; --n-expected is then your guess of "
-            "the number of those points"
+        guess = (
+            "--n-expected is then your guess of the number of those points"
+            if n is not None
+            else "a guess given as --n-expected would be of the number of those points, not of the rows"
         )
+        print(f"counts    : {event_words(events.record(), length)}; {guess}")
     short, volume = table_formats(geo, fc.d)
     for line in fc.lines(length=short, volume=volume):
         print(line)

@@ -55,6 +55,7 @@ _FIT_ONLY = (
     "cell_choice",
     "ledger",
     "dataset",
+    "outside",
 )
 
 
