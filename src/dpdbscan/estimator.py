@@ -24,8 +24,14 @@ from .pipeline import refuse_lazy_text_reads
 from .plan.autoplan import place_extent
 from .plan.outlook import Forecast
 from .plan.resolve import forecast_of, validated
-from .prepare import Points, Source, prepare, public_box, read_length
-from .prepare.clipping import clipping_counts, counted_clipping, most_outside, outside_warning
+from .prepare import Points, Source, in_memory, prepare, public_box, read_length
+from .prepare.clipping import (
+    clipping_counts,
+    counted_clipping,
+    drop_outside_step,
+    most_outside,
+    outside_warning,
+)
 from .release.accountant import Accountant
 from .release.backends import Backend, NumpyBackend, resolve_backend
 from .release.backends.base import PointsInput
@@ -64,11 +70,24 @@ class DPDBSCAN(EstimatorBase):
     bounds : tuple (lower, upper), default=None
         Public bounds of the data domain: scalars or one value per feature.
         If omitted they are taken from the data with a ``PrivacyLeakWarning``,
-        which voids the guarantee. Points outside are clipped into the box and
-        rows with NaN/inf are dropped (a per-record rule; docs/privacy.md).
-        When most rows lie outside, ``fit`` says so after the release
-        (a ``PrivateNoteWarning``: a private note, the command line's words),
-        with either backend.
+        which voids the guarantee. Points outside are clipped into the box
+        (or dropped: ``outside``) and rows with NaN/inf are dropped (a
+        per-record rule; docs/privacy.md). When most rows lie outside, ``fit``
+        says so after the release (a ``PrivateNoteWarning``: a private note,
+        the command line's words), with either backend.
+    outside : {"clip", "drop"}, default="clip"
+        A point outside the public ``bounds``: clipped onto the box's edge,
+        or dropped (``dpdbscan fit --outside drop``). Clipped points pile up
+        on the edges, where many (GPS fixes at (0, 0), a trip out of town)
+        can make a span that is no place; "drop" leaves them out. Each row is
+        dropped by its own values and the public box alone, with its unit,
+        time and status, before ``events`` and before each unit's
+        contribution is bounded, so the guarantee is unchanged
+        (docs/privacy.md section 4.1); a ``PrivateNoteWarning`` counts the
+        rows dropped. Needs public ``bounds``; with a distributed backend,
+        the points as an array in memory (files, data frames and dask
+        collections it reads itself are clipped, so "drop" is refused). The
+        model records ``metadata["outside"] = "drop"``.
     random_state : None, int or numpy Generator, default=None
         None uses a cryptographically secure generator (the operating
         system's; for large draws OpenSSL's, seeded from it: docs/privacy.md
@@ -289,6 +308,7 @@ class DPDBSCAN(EstimatorBase):
         min_samples: int | Literal["auto"] = 5,
         epsilon: float = 1.0,
         bounds: tuple[ArrayLike, ArrayLike] | None = None,
+        outside: Literal["clip", "drop"] = "clip",
         random_state: Seed | None = None,
         eta: float | Literal["auto"] = "auto",
         beta: float = 0.1,
@@ -317,6 +337,7 @@ class DPDBSCAN(EstimatorBase):
         self.min_samples = min_samples
         self.epsilon = epsilon
         self.bounds = bounds
+        self.outside = outside
         self.random_state = random_state
         self.eta = eta
         self.beta = beta
@@ -406,26 +427,38 @@ class DPDBSCAN(EstimatorBase):
                 "a ledger charges differentially private releases, and bounds taken from the data "
                 "void the guarantee: give public bounds=(lower, upper)"
             )
+        if p["outside"] == "drop" and self.bounds is None:
+            raise ValueError(
+                "outside='drop' needs public bounds=(lower, upper), the box the points are kept "
+                "inside (bounds taken from the data hold every point)"
+            )
         _check_events(p, units, times, status, geo="projection" in metadata)
         refuse_lazy_text_reads(X, units, times, status)
         names = _feature_names(X)
         backend = resolve_backend(p["backend"])
-        pts = prepare(
-            Source(X, bounds=self.bounds, units=units),
-            eta=grid_eta(p["eta"]),
-            backend=None if isinstance(backend, NumpyBackend) else backend,
-            stacklevel=3,  # fit -> _fit -> prepare
-        )
+        door = None if isinstance(backend, NumpyBackend) else backend
+        said: list[str] = []
+        source = _source(p, X, said, times, status, bounds=self.bounds, units=units)
+        if p["outside"] == "drop" and not in_memory(source, door):
+            # public: the kind of X and the backend
+            raise ValueError(
+                "outside='drop' drops each row outside the box with the points in memory; a "
+                "distributed backend reads paths, data frames and dask collections itself and "
+                "clips their rows onto the box: pass X as a numpy array, or leave outside='clip'"
+            )
+        pts = prepare(source, eta=grid_eta(p["eta"]), backend=door, stacklevel=3)  # fit -> _fit -> prepare
+        for note in said:
+            private_note(note, stacklevel=3)  # fit -> _fit -> here
         return self._release(
             pts,
             p,
             backend,
-            {**metadata, **pts.meta},
+            {**metadata, **pts.meta, **_outside_record(p)},
             names,
             stacklevel=4,
             command=command,
-            times=times,
-            status=status,
+            times=pts.times,
+            status=pts.status,
         )
 
     def _release(
@@ -633,7 +666,11 @@ def fit_lonlat(
         The DBSCAN radius: a length such as ``"50m"`` or ``"0.05km"``, a
         number of km, or "auto".
     min_samples, epsilon, **kwargs
-        As for :class:`DPDBSCAN` (``random_state``, ``core``, ``ledger``, ...).
+        As for :class:`DPDBSCAN` (``random_state``, ``core``, ``ledger``,
+        ``outside``, ...). ``outside="drop"`` drops each point outside the
+        box in degrees instead of clipping it onto the edge, as ``dpdbscan fit
+        --geo --outside drop`` does (before ``events``, so a stop is made of
+        the unit's other rows).
     ref_lat : float, optional
         The public latitude where the projection is exact (default: the box's
         centre).
@@ -658,6 +695,10 @@ def fit_lonlat(
         raise ValueError(
             f"bounds must be (lon_min, lat_min, lon_max, lat_max) in degrees, got bounds={bounds!r}"
         )
+    km = read_length(eps, geo=True, auto=True)
+    est = DPDBSCAN(km, min_samples=min_samples, epsilon=epsilon, **kwargs)
+    p = est._validated()
+    _check_events(p, units, times, status, geo=True)
     refuse_lazy_text_reads(lonlat, units, times, status)
     names = _feature_names(lonlat)
     if names is not None:
@@ -669,18 +710,29 @@ def fit_lonlat(
         private_note(f"{ragged[0]:,} row(s) of lonlat of another length than 2 are dropped", stacklevel=2)
     if X.shape[1] != 2:
         raise ValueError(f"lonlat must have 2 columns (longitude, latitude), got {X.shape[1]}")
-    km = read_length(eps, geo=True, auto=True)
-    source = Source(
-        X, bounds=[float(v) for v in bounds], flat_bounds=True, geo=True, ref_lat=ref_lat, units=units
+    said: list[str] = []
+    box = [float(v) for v in bounds]
+    source = _source(
+        p, X, said, times, status, bounds=box, flat_bounds=True, geo=True, ref_lat=ref_lat, units=units
     )
-    est = DPDBSCAN(km, min_samples=min_samples, epsilon=epsilon, **kwargs)
-    p = est._validated()
-    _check_events(p, units, times, status, geo=True)
     pts = prepare(source, eta=grid_eta(p["eta"]))
-    metadata = {**pts.meta, "bounds_source": "public (fit_lonlat bounds)", "eps_text": str(eps)}
+    for note in said:
+        private_note(note, stacklevel=2)
+    metadata = {
+        **pts.meta,
+        "bounds_source": "public (fit_lonlat bounds)",
+        "eps_text": str(eps),
+        **_outside_record(p),
+    }
     est.bounds = (pts.lower, pts.upper)  # the box the model records, in km
     return est._release(
-        pts, p, resolve_backend(p["backend"]), metadata, command="fit_lonlat", times=times, status=status
+        pts,
+        p,
+        resolve_backend(p["backend"]),
+        metadata,
+        command="fit_lonlat",
+        times=pts.times,
+        status=pts.status,
     ).spans_
 
 
@@ -720,6 +772,30 @@ def forecast_lonlat(
     ladder = None if eps_ladder is None else [float(read_length(e, geo=True)) for e in eps_ladder]
     est = DPDBSCAN(km, min_samples=min_samples, epsilon=epsilon, bounds=(box.lower, box.upper), **kwargs)
     return est._forecast(n_expected, 2, n_units_expected, ladder, places=place_extent(box.meta))
+
+
+def _source(p: dict[str, Any], X: Any, said: list[str], times: Any, status: Any, **public: Any) -> Source:
+    """What the door prepares for :meth:`DPDBSCAN.fit` and :func:`fit_lonlat`:
+    ``X`` with the ``public`` choices (the box, the projection, the units);
+    with ``events``, the times and status beside it, row for row; with
+    ``outside="drop"``, the command line's step that drops each row outside
+    the box (:func:`~dpdbscan.prepare.clipping.drop_outside_step`), its
+    private note kept in ``said`` for the caller to warn."""
+    events = p["events"] is not None
+    steps = (drop_outside_step(said.append, "outside='drop'"),) if p["outside"] == "drop" else ()
+    return Source(
+        X,
+        times=times if events else None,
+        status=status if events else None,
+        transforms=steps,
+        **public,
+    )
+
+
+def _outside_record(p: dict[str, Any]) -> dict[str, str]:
+    """What the model records of ``outside`` (public: the parameter), as the
+    command line records ``--outside drop``: nothing for the default."""
+    return {"outside": "drop"} if p["outside"] == "drop" else {}
 
 
 def _check_events(p: dict[str, Any], units: Any, times: Any, status: Any, *, geo: bool) -> None:

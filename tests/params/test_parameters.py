@@ -58,6 +58,8 @@ BAD = [
     ("accountant", "mine", None, ValueError),
     ("ledger", "budget.ledger", None, ValueError),
     ("backend", "spark", "spark", ValueError),
+    ("outside", "trim", "trim", ValueError),
+    ("outside", None, None, ValueError),
     # issue 13: "auto" is the one word eps and min_samples take; the automatic mode's cap
     ("eps", "automatic", None, TypeError),
     ("min_samples", "many", "many", TypeError),

@@ -145,6 +145,7 @@ def check_fit_params(opts: FitOptions, eps: float | str | None = None, *, dry_ru
         backend=opts.backend,
         raise_min_samples=not opts.theoretical_threshold,
         events=opts.events,
+        outside=opts.outside,
     )
     given = {k: v for k, v in values.items() if v is not None or k not in _DBSCAN}
     unit = opts.unit

@@ -239,6 +239,10 @@ PARAMETERS: dict[str, Param] = {
         _NO_CLI,
         False,
     ),
+    # a point outside the public box: clipped onto its edge, or dropped, each row
+    # alone, before the events and the contribution bound (prepare.clipping.drop_outside_step);
+    # on the command line None stands for not given (sweep --model refuses it given)
+    "outside": Param("clip", (Options("clip", "drop"),), "--outside", False),
     "accountant": Param(
         None,
         (NoneValue(), HasMethods("check", "spend", what="an accountant with check() and spend()")),

@@ -380,13 +380,17 @@ def hint_of(
     return f"most points are outside the bounds: {hint}"
 
 
-def drop_outside_step(notes: Notes | None = None) -> Transform:
-    """The door's step of ``--outside drop`` (:data:`~dpdbscan.prepare.prepared.Transform`):
+def drop_outside_step(
+    notes: Callable[[str], object] | None = None, option: str = "--outside drop"
+) -> Transform:
+    """The door's step of ``--outside drop`` and of the estimator's
+    ``outside="drop"`` (:data:`~dpdbscan.prepare.prepared.Transform`):
     a row with a finite coordinate outside the public box is dropped instead
     of clipped onto it, each row by its own values and the public box alone
     (docs/privacy.md §4.1: neighbouring inputs stay neighbours), with its
-    unit, time and status. A private note to ``notes`` counts them. Rows
-    with a missing or non-finite value are left to the clean rule."""
+    unit, time and status. A private note to ``notes`` counts them, naming
+    ``option`` as the caller spelt it. Rows with a missing or non-finite
+    value are left to the clean rule."""
 
     def step(pts: Points) -> Points:
         X = np.asarray(pts.X, dtype=np.float64)
@@ -397,7 +401,7 @@ def drop_outside_step(notes: Notes | None = None) -> Transform:
         if notes is not None and n_out:
             notes(
                 f"{n_out:,} row(s) ({n_out / max(X.shape[0], 1):.1%}) lie outside the bounds and are "
-                "dropped (--outside drop), not clipped onto the box"
+                f"dropped ({option}), not clipped onto the box"
             )
         if not n_out:
             return pts

@@ -110,6 +110,14 @@ class Source:
         indices), read row for row with the points into
         :attr:`Points.times <dpdbscan.prepare.prepared.Points>` and ``status``
         for the steps above (``--time``, ``--trip-ends``).
+    times, status : array-like, optional
+        In memory, with ``events`` (``fit``'s ``times=`` and ``status=``):
+        each row's time and status as given, carried row for row with the
+        points through :attr:`transforms` (a step that drops a row drops its
+        time and status), for the events to parse
+        (:func:`dpdbscan.pipeline.events_of`). One value per row of the
+        points, refused otherwise before any step. A file's are read from
+        ``time_column`` and ``status_column`` instead.
     time_unit : str
         What a number of the time column counts (``--time-unit``: ``"s"``,
         ``"ms"``, ``"us"``, ``"ns"``). The times are read into float
@@ -140,6 +148,8 @@ class Source:
     progress: bool | None = None
     transforms: tuple[Transform, ...] = ()
     time_column: str | None = None
+    times: Any = None
+    status: Any = None
     time_unit: str = "s"
     time_format: str | None = None
     status_column: str | None = None
@@ -170,7 +180,7 @@ def prepare(
     (None: none are said); ``stacklevel`` places a warning (as for
     :func:`warnings.warn`).
     """
-    if _in_memory(source, backend):
+    if in_memory(source, backend):
         if source.read is not None:
             pts = read_file(source, eta=eta, notes=notes)
             if notes is not None:
@@ -189,12 +199,24 @@ def prepare(
             if box.proj is not None:
                 X = box.proj.forward(X)
             units = None if source.units is None else check_unit_ids(source.units, X, stacklevel + 1)
-            pts = Points(X, None, box.lower, box.upper, box.proj, None, units, None, None, box.meta)
+            times, status = _beside(source.times, X), _beside(source.status, X)
+            pts = Points(
+                X, None, box.lower, box.upper, box.proj, None, units, None, None, box.meta, times, status
+            )
         pts = apply_transforms(pts, source.transforms)
         if notes is not None and source.read is not None:
             say_prepared(pts, source, notes)
         return pts
     return _distributed(source, eta, backend, stacklevel + 1)
+
+
+def _beside(values: Any, X: np.ndarray) -> Any:
+    """In-memory times or status (:attr:`Source.times`), one per row of
+    ``X``: refused otherwise (public: their length), before a step takes
+    their rows."""
+    if values is not None and len(values) != X.shape[0]:
+        raise ValueError("times (and status) must hold one value per row of X")
+    return values
 
 
 def _public_width(source: Source) -> int | None:
@@ -215,7 +237,7 @@ def _public_width(source: Source) -> int | None:
     return n if n > 1 else None
 
 
-def _in_memory(source: Source, backend: Any) -> bool:
+def in_memory(source: Source, backend: Any) -> bool:
     """Whether the points are prepared here (the numpy backend, or points
     already in memory) rather than read by a distributed backend."""
     X = source.data
@@ -415,7 +437,7 @@ def check_source(source: Source, *, eta: float, backend: Any = None) -> None:
     refused before anything is charged. Standard input, a pipe or any other
     input that is not a regular file or a folder is not opened here (it can
     be read once, and opening a pipe waits for its writer)."""
-    if not _in_memory(source, backend):
+    if not in_memory(source, backend):
         _distributed(source, eta, backend)
         return
     if source.read is None or not (os.path.isfile(source.data) or os.path.isdir(source.data)):

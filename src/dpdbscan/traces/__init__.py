@@ -331,11 +331,19 @@ def group_codes(units: Any) -> np.ndarray | None:
 
 
 def take_rows(units: Any, rows: np.ndarray) -> Any:
-    """``units`` (a numpy array or a pyarrow array) at ``rows``."""
-    if type(units).__module__.split(".")[0] == "pyarrow":
+    """``units`` (a numpy, pyarrow or pandas array, or a list) at ``rows``.
+    A pandas object or a list keeps its kind (a list of times as given is
+    not made one numpy array, whose dtype the other values would choose),
+    so that what reads the values later reads each as it would have."""
+    kind = type(units).__module__.split(".")[0]
+    if kind == "pyarrow":
         import pyarrow as pa
 
         return units.take(pa.array(rows))
+    if kind == "pandas":
+        return units.take(rows)
+    if isinstance(units, (list, tuple)):
+        return [units[i] for i in rows]
     return np.asarray(units)[rows]
 
 
