@@ -453,7 +453,7 @@ class DPDBSCAN(EstimatorBase):
             pts,
             p,
             backend,
-            {**metadata, **pts.meta, **_outside_record(p)},
+            {**metadata, **pts.meta, **_outside_record(p), **_unit_record(units)},
             names,
             stacklevel=4,
             command=command,
@@ -723,6 +723,7 @@ def fit_lonlat(
         "bounds_source": "public (fit_lonlat bounds)",
         "eps_text": str(eps),
         **_outside_record(p),
+        **_unit_record(units),
     }
     est.bounds = (pts.lower, pts.upper)  # the box the model records, in km
     return est._release(
@@ -932,6 +933,16 @@ def _check_feature_names(fitted: np.ndarray | None, given: np.ndarray | None) ->
     else:
         detail = "Feature names must be in the same order as they were in fit.\n"
     raise ValueError("The feature names should match those that were passed during fit.\n" + detail)
+
+
+def _unit_record(units: Any) -> dict[str, str]:
+    """The model's record of the unit column's name, as the command line's
+    ``--unit`` gives it (``metadata["unit_column"]``: the summary, the
+    picture's title, the map's legend and the GeoJSON say "each taxi
+    (column taxi)"), when the units carry a name (a pandas Series' name, a
+    dask column's); public like a file's header, never a value."""
+    name = _unit_name(units)
+    return {} if units is None or name is None else {"unit_column": name}
 
 
 def _unit_name(units: Any) -> str | None:

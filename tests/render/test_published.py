@@ -299,3 +299,47 @@ def test_names_with_dollar_signs_are_drawn_as_they_are(tmp_path, names):
     drawn = [t._preprocess_math(t.get_text())[0] for t in (ax.title, ax.xaxis.label, ax.yaxis.label)]
     assert drawn[1:] == list(names[:2]) and names[2] in " ".join(drawn[0].split("\n"))
     assert all(t.count("$") == t.count("\\$") for t in shown)
+
+
+def test_a_python_fit_with_a_named_unit_column_says_its_name_where_published():
+    """``units=df["taxi"]`` (a pandas Series with a name, the Python side of
+    ``--unit taxi``) puts the column's name where the command line puts it:
+    the model's ``unit_column``, the GeoJSON's properties, the summary's
+    "each unit (column taxi)" and "taxis"; it said "each unit" and "units"
+    beside the command line's "cabs" for the same release. Ids without a
+    name (a numpy array, a list, an unnamed Series) record none."""
+    import warnings
+
+    import pandas as pd
+
+    from dpdbscan import DPDBSCAN, fit_lonlat, summary
+
+    rng = np.random.default_rng(3)
+    X = np.concatenate([rng.normal(0.3, 0.02, (3000, 2)), rng.uniform(0, 1, (300, 2))])
+    ids = rng.integers(0, 200, X.shape[0])
+    kw = dict(min_samples=10, max_cells_per_unit=4, delta=1e-6, random_state=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # random_state: research randomness
+        named = DPDBSCAN(0.05, bounds=(0.0, 1.0), **kw).fit(X, units=pd.Series(ids, name="taxi")).spans_
+        lonlat = fit_lonlat(
+            np.array([-122.4, 37.7]) + 0.01 * X,
+            eps="200m",
+            bounds=(-122.4, 37.7, -122.39, 37.71),
+            units=pd.Series(ids, name="taxi"),
+            **kw,
+        )
+        unnamed = [
+            DPDBSCAN(0.05, bounds=(0.0, 1.0), **kw).fit(X, units=u).spans_
+            for u in (ids, list(ids), pd.Series(ids))
+        ]
+    for model in (named, lonlat):
+        assert model.metadata["unit_column"] == "taxi"
+        assert geojson(model)["properties"]["unit_column"] == "taxi"
+        text = summary(model)
+        assert "each unit (column taxi) is protected" in text and "10 taxis" in text
+    for model in unnamed:
+        assert "unit_column" not in model.metadata
+        assert geojson(model)["properties"]["unit_column"] is None
+        assert "10 units" in summary(model)
+    # the name is a record of the release, not part of it: the same spans
+    assert np.array_equal(named.predict(X), unnamed[0].predict(X))
