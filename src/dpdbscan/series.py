@@ -413,14 +413,16 @@ def _table_seed(random_state: Any) -> Any:
 class PeriodOf:
     """Each time's period (-1: missing, not a time, or outside the horizon):
     :func:`dpdbscan.traces.parse_times` then :meth:`Periods.index`, the rule
-    in memory, as a value a distributed backend ships to its workers."""
+    in memory, as a value a distributed backend ships to its workers. A time
+    without an offset is the local clock of the periods' zone (UTC when they
+    have none); an instant (unix seconds, a time with an offset) is read as it is."""
 
     periods: Periods
     #: what a number among the times counts (:data:`dpdbscan.traces.times.TIME_UNITS`)
     unit: str = "s"
 
     def __call__(self, values: Any) -> np.ndarray:
-        return self.periods.index(parse_times(values, self.unit))
+        return self.periods.index(parse_times(values, self.unit, tz=self.periods.tz))
 
 
 @dataclass(frozen=True)
@@ -459,7 +461,8 @@ class SeriesBackend(Protocol):
 class SeriesInput:
     """What one release of a series takes: the rows ``X`` with their
     ``units`` and ``times`` (one per row: unix seconds, ISO text or
-    timestamps, :func:`dpdbscan.traces.parse_times`; private), the public box
+    timestamps, :func:`dpdbscan.traces.parse_times`, those without an offset
+    read as the local clock of the plan's zone, ``Periods.tz``; private), the public box
     (``lower``, ``upper``) they are read with and the release's parameters
     ``p`` (its epsilon and delta are replaced by the plan's share for the
     spans). With a distributed backend (:func:`fit_series`), ``X`` is what it

@@ -99,6 +99,8 @@ class FitOptions:
     time: str | None = None
     time_unit: str = "s"
     time_format: str | None = None
+    #: ``--tz`` of a series (``--per``): the zone whose local clock times without an offset are
+    time_zone: str | None = None
     trip_ends: str | None = None
     per: str | None = None
     places_periods: int | None = None
@@ -134,6 +136,7 @@ class FitOptions:
             events=events_from_args(args),
             time_unit=getattr(args, "time_unit", None) or "s",
             time_format=getattr(args, "time_format", None),
+            time_zone=getattr(args, "tz", None) if getattr(args, "per", None) is not None else None,
             outside=getattr(args, "outside", None) or "clip",
         )
 
@@ -187,6 +190,7 @@ class FitOptions:
             time_column=None if events is None and self.per is None else self.time,
             time_unit=self.time_unit,
             time_format=self.time_format,
+            time_zone=self.time_zone,
             status_column=self.trip_ends if events is not None and events.needs_status else None,
         )
 

@@ -68,7 +68,13 @@ def add_period_options(p: ArgTarget, *, release: bool = True) -> None:
     g.add_argument(
         "--to", dest="period_to", metavar="DATE", help="the horizon's end (excluded; a period's start)"
     )
-    g.add_argument("--tz", metavar="ZONE", help="the calendar's time zone (IANA name; default UTC)")
+    g.add_argument(
+        "--tz",
+        metavar="ZONE",
+        help="the calendar's time zone (IANA name; default UTC), and the clock of the --time column's "
+        "times without an offset (naive ISO text or timestamps; those with an offset and unix seconds "
+        "are read as they are)",
+    )
     g.add_argument(
         "--table-share",
         type=float,

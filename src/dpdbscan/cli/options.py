@@ -326,7 +326,8 @@ def add_trace_options(p: ArgTarget) -> None:
         "--time",
         metavar="COLUMN",
         help="the column of each row's time, by name or 0-based index: unix seconds, ISO 8601 text "
-        "(UTC unless it says otherwise) or a Parquet timestamp; a row with a bad time is dropped",
+        "(UTC unless it says otherwise; --tz's clock with --per) or a Parquet timestamp; a row with "
+        "a bad time is dropped",
     )
     t.add_argument(
         "--time-unit",
@@ -341,7 +342,7 @@ def add_trace_options(p: ArgTarget) -> None:
         metavar="FORMAT",
         help="the layout of the --time column's text when it is not ISO 8601, in the codes of "
         "Python's datetime.strptime: e.g. '%%d/%%m/%%Y %%H:%%M:%%S' (day first), '%%m/%%d/%%Y "
-        "%%I:%%M:%%S %%p'; UTC unless it has an offset (%%z); a time that does not match is "
+        "%%I:%%M:%%S %%p'; UTC unless it has an offset (%%z) or --tz is given; a time that does not match is "
         "dropped with its row",
     )
     t.add_argument(

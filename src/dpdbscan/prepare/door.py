@@ -63,6 +63,10 @@ from .prepared import Points, Transform
 #: The formats whose coordinates are their points' geometry, not columns a
 #: user names with --columns (what a note about swapped coordinates advises).
 GEOMETRY_FORMATS = {"geojson": "GeoJSON", "gpx": "GPX", "gpkg": "GeoPackage"}
+#: The formats whose times are UTC by the format (GeoLife's PLT: GMT; GPX's
+#: ``<time>``: UTC by the schema), even written without an offset: never
+#: read as the local clock of ``--tz``.
+UTC_FORMATS = frozenset({"plt", "gpx"})
 
 
 @dataclass(frozen=True)
@@ -126,6 +130,13 @@ class Source:
         The layout of the time column's text (``--time-format``, the codes
         of ``datetime.strptime``): the times are read by it here, each
         value alone (:func:`dpdbscan.traces.times.parse_formatted`).
+    time_zone : str, optional
+        The zone whose local clock the time column's times without an
+        offset are (``--tz`` of ``fit --per``, an IANA name): ISO text
+        without an offset, a format without ``%z``, a naive timestamp. None:
+        UTC. Unix seconds and times with an offset are read alike either
+        way; so are PLT and GPX times, whose formats say UTC
+        (:data:`UTC_FORMATS`).
     block_counter : callable, optional
         Called on every block of a file's rows once it is projected (on the
         reading threads, so thread-safe), with the rows as the mechanism will
@@ -152,6 +163,7 @@ class Source:
     status: Any = None
     time_unit: str = "s"
     time_format: str | None = None
+    time_zone: str | None = None
     status_column: str | None = None
     block_counter: Callable[[np.ndarray], None] | None = None
 
@@ -359,7 +371,8 @@ def read_file(source: Source, *, eta: float, notes: Notes | None = None) -> Poin
         # Cabs: 88 MB of int64 beside 88 MB of seconds)
         parts = chunks_of(times)
         del times
-        times = seconds_of_parts(parts, source.time_unit, source.time_format)
+        tz = None if plan.format.kind in UTC_FORMATS else source.time_zone
+        times = seconds_of_parts(parts, source.time_unit, source.time_format, tz)
         release_arrow_memory()
     box = _box(source, X.shape[1], X)
     counts = None if prep is None else prep.result(X.shape[0])

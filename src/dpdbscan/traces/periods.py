@@ -14,8 +14,9 @@ starts on the weekday of ``start``; a month on its day of the month (a start
 on the 31st is refused: not every month has one). ``end`` must fall on a
 period's start, so that every period is whole.
 
-A time (float seconds since 1970-01-01 UTC, :func:`dpdbscan.traces.parse_times`)
-outside ``[start, end)``, or NaN, is in no period (index -1): its row is
+A time (float seconds since 1970-01-01 UTC, :func:`dpdbscan.traces.parse_times`;
+one written without an offset is read as the zone's local clock,
+:mod:`dpdbscan.traces.localclock`) outside ``[start, end)``, or NaN, is in no period (index -1): its row is
 dropped by the per-record rule, exactly as a bad coordinate is. Each time is
 placed on its own (a binary search among the public edges).
 """

@@ -16,12 +16,21 @@ The text rule, after trimming spaces and tabs:
   ``hh:mm:ss`` or ``hh:mm:ss.fff...``, optionally followed by ``Z`` or an
   offset ``+hh:mm`` / ``-hhmm`` / ``+hh`` (as PostgreSQL writes a
   ``timestamptz``): ISO 8601. Without an offset the time is
-  read as UTC (a stop's duration, the only use of times here, is the same in
-  any one fixed zone);
+  read as UTC, or as the local clock of the zone given (``tz``, below);
 * anything else, and an impossible date such as ``2008-02-30``, is no time.
 
 A timestamp with a time zone is converted to UTC; one without is read as
 UTC. Dates (Arrow ``date32``/``date64``) are midnight UTC.
+
+Times without an offset and a zone (naive ISO text, a ``--time-format``
+without ``%z``, a naive timestamp, a date) say a wall clock, not an instant.
+Given a zone (``tz``: ``--tz`` of ``fit --per``, the zone of a series'
+periods), they are read as that zone's local clock
+(:mod:`dpdbscan.traces.localclock`: a time in a fall-back fold is its first
+occurrence, one in a spring-forward gap is moved forward by the gap);
+without one, as UTC, as always. Unix seconds and times with an offset or a
+zone are instants, read alike with or without a zone. Only the option and
+the value's own type or text decide which a value is.
 
 Python objects (a list, a tuple, an object array or Series) are read one
 value at a time by each value's own type (:func:`read_objects`), never by a
@@ -40,9 +49,12 @@ from typing import Any
 
 import numpy as np
 
+from .localclock import to_utc
+from .periods import zone
+
 #: Unix seconds written as text: the CSV reader's number grammar
 #: (``dpdbscan.files.records.NUMBER_PATTERN``, repeated here so that this
-#: module imports nothing of the package).
+#: module imports nothing of the package outside :mod:`dpdbscan.traces`).
 NUMBER_PATTERN = (
     r"^[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
     r"|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?"
@@ -97,7 +109,9 @@ def in_parts(values: Any) -> list[Any] | None:
     return parts if len(parts) > 1 else None
 
 
-def parse_times(values: Any, unit: str = "s", time_format: str | None = None) -> np.ndarray:
+def parse_times(
+    values: Any, unit: str = "s", time_format: str | None = None, tz: str | None = None
+) -> np.ndarray:
     """Float seconds since 1970-01-01 UTC for each value, NaN where the value
     is missing or not a time (the module docstring's rules).
 
@@ -108,22 +122,27 @@ def parse_times(values: Any, unit: str = "s", time_format: str | None = None) ->
     milliseconds, ...); typed timestamps and ISO text say their own.
     ``time_format`` (``--time-format``): the text's layout instead, in the
     codes of Python's ``datetime.strptime`` (:func:`parse_formatted`); it
-    goes with the unit ``"s"`` only.
+    goes with the unit ``"s"`` only. ``tz`` (``--tz``, an IANA name): a
+    time without an offset (ISO text without one, a format without ``%z``,
+    a naive timestamp, a date) is that zone's local clock
+    (:func:`dpdbscan.traces.localclock.to_utc`), not UTC; unix seconds and
+    times with an offset or a zone are instants, read alike either way.
     """
     if unit not in TIME_UNITS:
         raise ValueError(f"a time unit is one of {', '.join(TIME_UNITS)}, got {unit!r}")
+    tz = local_zone(tz)
     parts = in_parts(values)
     if parts is not None:  # each value is read alone: part by part, the same values
-        return np.concatenate([parse_times(part, unit, time_format) for part in parts])
+        return np.concatenate([parse_times(part, unit, time_format, tz) for part in parts])
     if time_format is not None:
         if unit != "s":
             raise ValueError("a time format reads text, and a time unit numbers: give one of them")
-        return parse_formatted(values, time_format)
+        return parse_formatted(values, time_format, tz)
     per = TIME_UNITS[unit]
     if per != 1.0:
-        return parse_times(values) if _typed_times(values) else _scaled(values, per)
+        return parse_times(values, tz=tz) if _typed_times(values) else _scaled(values, per, tz)
     if type(values).__module__.split(".")[0] == "pyarrow":
-        return _parse_arrow(values)
+        return _parse_arrow(values, tz)
     masked = _masked_numbers(values)
     if masked is not None:
         return masked
@@ -134,11 +153,12 @@ def parse_times(values: Any, unit: str = "s", time_format: str | None = None) ->
             values = values.dt.tz_convert("UTC").dt.tz_localize(None)
         else:  # a DatetimeIndex or DatetimeArray
             values = values.tz_convert("UTC").tz_localize(None)
+        tz = None  # instants: no local clock
     arr = as_column(values)
     if arr.ndim != 1:
         raise ValueError(f"times must be one-dimensional, one time per row; got shape {arr.shape}")
     if arr.dtype.kind == "M":
-        return _datetime64_seconds(arr)
+        return _local(_datetime64_seconds(arr), tz)
     if arr.dtype.kind in "iub":
         return arr.astype(np.float64)
     if arr.dtype.kind == "f":
@@ -151,17 +171,35 @@ def parse_times(values: Any, unit: str = "s", time_format: str | None = None) ->
         if text.any():
             import pyarrow as pa
 
-            numbers[text] = _parse_arrow(pa.array([t for t in texts if t is not None], type=pa.string()))
+            numbers[text] = _parse_arrow(pa.array([t for t in texts if t is not None], type=pa.string()), tz)
         return numbers
     if arr.dtype.kind in "US":
         import pyarrow as pa
 
         try:
-            return _parse_arrow(pa.array(arr.astype(str) if arr.dtype.kind == "S" else arr))
+            return _parse_arrow(pa.array(arr.astype(str) if arr.dtype.kind == "S" else arr), tz)
         except (UnicodeError, pa.ArrowInvalid):
             # a value that is no UTF-8 (bytes, a lone surrogate): each alone
-            return parse_times(arr.astype(object))
+            return parse_times(arr.astype(object), tz=tz)
     raise TypeError(f"times must be numbers, timestamps or text (one per row), got dtype {arr.dtype}")
+
+
+def local_zone(tz: str | None) -> str | None:
+    """``tz`` as :func:`parse_times` uses it: None for no zone or UTC (a time
+    without an offset is then read as UTC, as it always was), else the
+    zone's name, checked (ValueError naming ``--tz`` for an unknown one)."""
+    if tz is None or str(tz).upper() == "UTC":
+        return None
+    zone(tz)
+    return str(tz)
+
+
+def _local(seconds: np.ndarray, tz: str | None) -> np.ndarray:
+    """Seconds of times without an offset, read as if UTC: as zone ``tz``'s
+    local clock (None: as they are)."""
+    if tz is None:
+        return seconds
+    return to_utc(seconds, tz)
 
 
 def chunks_of(values: Any) -> list[Any]:
@@ -174,19 +212,21 @@ def chunks_of(values: Any) -> list[Any]:
     return [values]
 
 
-def seconds_of_parts(parts: list[Any], unit: str = "s", time_format: str | None = None) -> np.ndarray:
+def seconds_of_parts(
+    parts: list[Any], unit: str = "s", time_format: str | None = None, tz: str | None = None
+) -> np.ndarray:
     """:func:`parse_times` of consecutive ``parts`` of a column (:func:`chunks_of`),
     in one array: each value is read alone, so part by part gives the same
     values. Each part is let go (its place in ``parts`` set to None) once
     read, so that a caller holding the column only through ``parts`` never
     holds it whole beside its seconds (full Cabs: 88 MB)."""
     if len(parts) == 1:
-        return parse_times(parts.pop(), unit, time_format=time_format)
+        return parse_times(parts.pop(), unit, time_format=time_format, tz=tz)
     out = np.empty(sum(len(p) for p in parts))
     at = 0
     for i in range(len(parts)):
         part, parts[i] = parts[i], None
-        out[at : at + len(part)] = parse_times(part, unit, time_format=time_format)
+        out[at : at + len(part)] = parse_times(part, unit, time_format=time_format, tz=tz)
         at += len(part)
         del part
     return out
@@ -323,11 +363,13 @@ def read_objects(arr: np.ndarray) -> tuple[np.ndarray, list[str | None]]:
 
 
 def _datetime_text(v: _dt.datetime) -> str | None:
-    """A datetime (a pandas Timestamp) as ISO text in UTC; None for NaT."""
+    """A datetime (a pandas Timestamp) as ISO text, in UTC with ``Z`` when
+    it has a zone (an instant, whatever ``--tz`` says of times without one);
+    None for NaT."""
     if v != v:  # pandas' NaT
         return None
     if v.utcoffset() is not None:
-        v = v.astimezone(_dt.UTC).replace(tzinfo=None)
+        return v.astimezone(_dt.UTC).replace(tzinfo=None).isoformat(sep=" ") + "Z"
     return v.isoformat(sep=" ")
 
 
@@ -352,13 +394,13 @@ def _typed_times(values: Any) -> bool:
     return str(dtype).startswith("datetime64") or getattr(dtype, "kind", "") == "M"
 
 
-def _scaled(values: Any, per: float) -> np.ndarray:
+def _scaled(values: Any, per: float, tz: str | None = None) -> np.ndarray:
     """Seconds of values whose numbers count ``per`` parts of a second: each
     number divided by ``per``, each ISO text as it is (one value at a time)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    out = parse_times(values)
+    out = parse_times(values, tz=tz)
     if type(values).__module__.split(".")[0] == "pyarrow":
         arr = combined(values)
         if pa.types.is_dictionary(arr.type):
@@ -391,7 +433,7 @@ def _scaled(values: Any, per: float) -> np.ndarray:
     return out
 
 
-def _parse_arrow(values: Any) -> np.ndarray:
+def _parse_arrow(values: Any, tz: str | None = None) -> np.ndarray:
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -407,7 +449,7 @@ def _parse_arrow(values: Any) -> np.ndarray:
         values = combined(values) if values.num_chunks != 1 else values.chunk(0)
     t = values.type
     if pa.types.is_dictionary(t):
-        inner = _parse_arrow(values.dictionary)
+        inner = _parse_arrow(values.dictionary, tz)
         idx = pc.fill_null(values.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
         out = np.full(idx.size, np.nan)
         ok = idx >= 0
@@ -424,7 +466,8 @@ def _parse_arrow(values: Any) -> np.ndarray:
             ints = pc.fill_null(values.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
             out = ints.astype(np.float64) / per_second
         out[values.is_null().to_numpy(zero_copy_only=False)] = np.nan
-        return out
+        # a timestamp without a zone, or a date, is a wall-clock reading; one with a zone an instant
+        return out if pa.types.is_timestamp(t) and t.tz is not None else _local(out, tz)
     if pa.types.is_integer(t):
         return _integer_seconds(values, np.empty(len(values)))
     if pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_boolean(t):
@@ -442,7 +485,7 @@ def _parse_arrow(values: Any) -> np.ndarray:
         t = values.type
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         numbers = _all_numbers(values)
-        return _parse_text(values) if numbers is None else numbers
+        return _parse_text(values, tz) if numbers is None else numbers
     if pa.types.is_null(t):
         return np.full(len(values), np.nan)
     raise TypeError(f"times must be numbers, timestamps or text (one per row), got Arrow type {t}")
@@ -508,7 +551,7 @@ def _all_numbers(values: Any) -> np.ndarray | None:
     return out
 
 
-def _parse_text(values: Any) -> np.ndarray:
+def _parse_text(values: Any, tz: str | None = None) -> np.ndarray:
     """The text rule of the module docstring, vectorised: each pattern
     selects its values, which are cast together; a cast that fails (an
     impossible date) is retried on halves, so one bad value costs
@@ -536,13 +579,19 @@ def _parse_text(values: Any) -> np.ndarray:
         matched = pc.match_substring_regex(rest, pattern)
         if everything and matched.null_count == 0 and pc.all(matched).as_py():
             out[:] = _cast_halving(rest, target)  # every value is of this pattern (T-Drive's times)
+            if pattern == ISO_LOCAL:
+                out = _local(out, tz)
             break
         mask = pc.fill_null(matched, False).to_numpy(zero_copy_only=False)
         if not mask.any():
             continue
         rows = np.flatnonzero(left)[mask]
         chosen = rest if mask.all() else rest.filter(pa.array(mask))
-        out[rows] = _cast_halving(chosen, target)
+        out[rows] = (
+            _cast_halving(chosen, target)
+            if pattern != ISO_LOCAL
+            else _local(_cast_halving(chosen, target), tz)
+        )
         left[rows] = False
     out[~np.isfinite(out)] = np.nan
     return out
@@ -654,7 +703,7 @@ def check_time_format(time_format: str) -> None:
         ) from None
 
 
-def parse_formatted(values: Any, time_format: str) -> np.ndarray:
+def parse_formatted(values: Any, time_format: str, tz: str | None = None) -> np.ndarray:
     """Float seconds of each value read by ``datetime.strptime(text,
     time_format)``, NaN where it does not match (a value alone: an
     impossible date such as 31/02 is no time, as strptime says).
@@ -665,19 +714,22 @@ def parse_formatted(values: Any, time_format: str) -> np.ndarray:
     other value no time. A column of typed timestamps or dates (a Parquet
     ``timestamp``, ``datetime64``) says its own instants and is read as
     :func:`parse_times` reads it. A time with an offset (``%z``) is
-    converted to UTC; one without is read as UTC, as ISO text without one is.
+    converted to UTC; one without is read as UTC, as ISO text without one is
+    (as zone ``tz``'s local clock where one is given, :func:`parse_times`).
 
     Each distinct text is parsed once (a trace's times repeat across its
     units: 5.3M fixes of 1,000 taxis over two days hold about 170,000)."""
     check_time_format(time_format)
+    tz = local_zone(tz)
     if _typed_times(values):
-        return parse_times(values)
+        return parse_times(values, tz=tz)
     import pyarrow.compute as pc
 
     texts = _texts_of(values)
     codes = texts.dictionary_encode()
     uniques = codes.dictionary.to_pylist()
     seconds = np.full(len(uniques) + 1, np.nan)  # the last one: a missing value
+    naive = np.zeros(len(uniques) + 1, dtype=bool)
     parse = _dt.datetime.strptime
     for i, text in enumerate(uniques):
         text = text.strip(" \t")
@@ -687,7 +739,10 @@ def parse_formatted(values: Any, time_format: str) -> np.ndarray:
             continue
         if when.tzinfo is None:
             when = when.replace(tzinfo=_dt.UTC)
+            naive[i] = True
         seconds[i] = when.timestamp()
+    if tz is not None and naive.any():
+        seconds[naive] = _local(seconds[naive], tz)
     idx = pc.fill_null(codes.indices, len(uniques)).to_numpy(zero_copy_only=False).astype(np.int64)
     return seconds[idx]
 
