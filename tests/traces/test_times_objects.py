@@ -62,6 +62,9 @@ ODD = [
     1 + 2j,
     (1, 2),
     "\udcff",  # a lone surrogate (JSON's escape): no UTF-8, it failed the whole column (round 8)
+    # instants outside datetime's years in UTC: an OverflowError failed the whole column
+    dt.datetime(9999, 12, 31, 23, 59, tzinfo=dt.timezone(dt.timedelta(hours=-5))),
+    dt.datetime(1, 1, 1, 0, 30, tzinfo=dt.timezone(dt.timedelta(hours=5))),
 ]
 
 
@@ -111,7 +114,7 @@ def test_odd_values_are_no_time_each_on_its_own():
     assert got[1] == got[3] == got[4] == got[5] == got[16] == 1_577_836_800.0
     assert got[2] == 1_577_854_800.0
     assert got[11] == 2.0**70 and got[12] == 1.5 and got[13] == 7.0 and got[18] == 1.5
-    assert np.isnan(got[[6, 7, 8, 9, 10, 14, 15, 17, 19, 20, 21, 22, 23, 24, 25]]).all()
+    assert np.isnan(got[[6, 7, 8, 9, 10, 14, 15, 17, 19, 20, 21, 22, 23, 24, 25, 26, 27]]).all()
 
 
 @pytest.mark.parametrize("unit", ["ms", "us"])

@@ -369,7 +369,13 @@ def _datetime_text(v: _dt.datetime) -> str | None:
     if v != v:  # pandas' NaT
         return None
     if v.utcoffset() is not None:
-        return v.astimezone(_dt.UTC).replace(tzinfo=None).isoformat(sep=" ") + "Z"
+        try:
+            v = v.astimezone(_dt.UTC)
+        except OverflowError:
+            # an instant past year 9999 or before year 1 in UTC (9999-12-31
+            # 23:59 at -05:00): no time, this row alone (it failed the read)
+            return None
+        return v.replace(tzinfo=None).isoformat(sep=" ") + "Z"
     return v.isoformat(sep=" ")
 
 
