@@ -131,6 +131,32 @@ def test_refused_before_reading(traces, tmp_path, capsys, drop, add, words):
     assert not (tmp_path / "out" / "cabs.spans.json").exists()
 
 
+@pytest.mark.parametrize("command", ["fit", "check", "forecast"])
+@pytest.mark.parametrize(
+    "given",
+    [["--tz", "Asia/Shanghai"], ["--from", "2024-03-04"], ["--from", "2024-03-04", "--to", "2024-03-11"]],
+)
+def test_the_options_of_per_without_per_are_refused(traces, tmp_path, capsys, command, given):
+    """``--tz``, ``--from`` and ``--to`` shape only ``--per``'s series: without
+    it they were accepted and did nothing (``--tz`` did not read naive times
+    as the zone's clock), so a release was made that the user did not ask
+    for. Refused from the options alone, before anything is read or written."""
+    drop = ("--per", "day", "--from", "2024-03-04", "--to", "2024-03-11", "--time", "time")
+    args = [a for a in ARGS if a not in drop]
+    if command == "forecast":
+        rc, out, err = run(capsys, "forecast", "--bounds", "0", "0", "10", "10", "--eps", "0.5",
+                           "--min-samples", "30", *given)  # fmt: skip
+    elif command == "check":
+        args.remove("--no-png")  # check writes nothing
+        rc, out, err = run(capsys, command, traces, *args, *given)
+    else:
+        rc, out, err = run(capsys, command, traces, *args, *given, "--out-dir", tmp_path / "out")
+    assert rc == 2 and out == ""
+    assert ("options of --per" in err or "an option of --per" in err) and "without --per" in err
+    assert "read" not in err.split("error")[0]  # said before the file is read
+    assert not (tmp_path / "out").exists()
+
+
 def test_every_pair_counts_the_distinct_cabs(traces, tmp_path, capsys):
     args = list(ARGS)
     args[args.index("--max-pairs-per-unit") + 1] = "all"

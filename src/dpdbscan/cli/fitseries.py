@@ -160,6 +160,20 @@ class SeriesOptions:
     def from_args(cls, args: argparse.Namespace) -> SeriesOptions | None:
         """The series' options, or None without ``--per`` (the boundary with argparse)."""
         if getattr(args, "per", None) is None:
+            given = [
+                o
+                for o, v in (("--from", "period_from"), ("--to", "period_to"), ("--tz", "tz"))
+                if getattr(args, v, None) is not None
+            ]
+            if given:
+                # public: the options alone; they were accepted and did nothing
+                one = len(given) == 1
+                raise ValueError(
+                    f"{' and '.join(given)} {'is an option' if one else 'are options'} of --per (the "
+                    "series' horizon, its calendar's zone and the clock of times without an offset); "
+                    f"without --per {'it does' if one else 'they do'} nothing: give --per "
+                    f"hour|day|week|month, or leave {'it' if one else 'them'} out"
+                )
             return None
         return cls(
             per=args.per,
