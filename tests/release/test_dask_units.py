@@ -514,42 +514,54 @@ def mixed_dataset(folder, X, ids):
     return folder
 
 
-def test_parquet_files_that_disagree_on_the_units_type_are_refused(client, grid, data, key, tmp_path):
-    """One file's ids are integers, the other's text: dask would cast the
-    text to integers, which fails or not depending on the ids (one row would
-    decide whether anything is released). Refused from the files' schemas,
-    as the in-memory reader refuses them."""
+def test_parquet_files_that_disagree_on_the_units_type_are_read_each_by_its_own(
+    client, grid, data, key, tmp_path
+):
+    """One file's ids are integers, the other's text. They were refused
+    (dask would cast the text to integers, which fails or not depending on
+    the ids); where each file is one unit's, that let one unit's file decide
+    whether anything was released. Now each file's ids are read by its own
+    type, by the library's id rule (text and numbers never one unit), as the
+    in-memory reader reads them: the counts of the same ids in memory, as a
+    list (each id by its own value)."""
     X, ids = data
     folder = mixed_dataset(tmp_path / "mixed", X, ids)
-    with pytest.raises(ValueError, match="declare column 'unit' with different types"):
-        DaskBackend(client=client).count_units(grid, folder.as_posix(), "unit", BOUND, key)
-    # the coordinates alone agree: the same files are read without the unit
-    assert DaskBackend(client=client, columns=["x", "y"]).count(grid, folder.as_posix()) is not None
+    half = len(X) // 2
+    ints, text = unit_values(ids, "int"), unit_values(ids, "text")
+    units = [*ints[:half].tolist(), *text[half:].tolist()]
+    got = DaskBackend(client=client).count_units(grid, folder.as_posix(), "unit", BOUND, key)
+    assert_same_counts(got, count_units(grid, X, units, BOUND, key))
 
 
-def test_the_estimator_refuses_such_a_dataset_before_the_ledger_charges(client, data, tmp_path):
-    """The schemas are public: the estimator's Dask door refuses a dataset
-    whose files declare the unit with different types when the points are
-    prepared, before its ledger reserves the release (it used to be charged
-    and marked failed)."""
+def test_the_estimator_releases_such_a_dataset_and_refuses_a_typo_before_the_ledger_charges(
+    client, data, tmp_path
+):
+    """A dataset whose files declare the unit with different types is
+    released (charged once); a unit column no file declares is refused
+    when the points are prepared, before the ledger reserves anything."""
     from dpdbscan import Ledger
 
     X, ids = data
     folder = mixed_dataset(tmp_path / "mixed", X, ids)
     path = tmp_path / "b.ledger"
     Ledger.create(path, "t", epsilon=5, delta=1e-5, unit="unit")
-    est = DPDBSCAN(
-        eps=1.0,
-        min_samples=20,
-        bounds=(0, 10),
-        max_cells_per_unit=5,
-        delta=1e-6,
-        backend=DaskBackend(client=client, columns=["x", "y"]),
-        ledger=Ledger(path, "t"),
-    )
-    with pytest.raises(ValueError, match="declare column 'unit' with different types"):
-        est.fit(folder.as_posix(), units="unit")
+
+    def estimator():
+        return DPDBSCAN(
+            eps=1.0,
+            min_samples=20,
+            bounds=(0, 10),
+            max_cells_per_unit=5,
+            delta=1e-6,
+            backend=DaskBackend(client=client, columns=["x", "y"]),
+            ledger=Ledger(path, "t"),
+        )
+
+    with pytest.raises(ValueError, match="unitt"):
+        estimator().fit(folder.as_posix(), units="unitt")
     assert list(Ledger(path, "t").account().releases) == []
+    estimator().fit(folder.as_posix(), units="unit")
+    assert len(list(Ledger(path, "t").account().releases)) == 1
 
 
 def _parquet_with_a_missing_id(X, ids, folder):
