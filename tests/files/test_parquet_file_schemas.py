@@ -326,3 +326,42 @@ def test_a_unit_column_every_file_declares_null_reads_as_missing(capsys, tmp_pat
     pq.write_table(one_unit(cab=pa.nulls), single)
     rc, out, err = run(capsys, "fit", single, *FIT, "--out-dir", tmp_path / "single")
     assert rc == 2 and "has type null" in err and out == ""
+
+
+@pytest.mark.parametrize("backend", ["numpy", "dask"])
+def test_a_folder_read_without_its_columns_named_is_refused_from_the_options(
+    capsys, tmp_path, scheduler, backend
+):
+    """Without ``--columns`` the coordinates were every numeric column of the
+    files' schemas together (the first file's before): one more unit's file
+    declaring one more number (``speed``) added a dimension, so D' was
+    refused against the bounds' two where D was released. A folder (public:
+    the input's kind) now needs its columns named, refused before anything is
+    read; a single file still takes its own schema's numbers."""
+    d = write_d(tmp_path / "d")
+    d1 = with_file(tmp_path, "d1", one_unit().append_column("speed", pa.array([3.0] * 12)))
+    dask = [] if backend == "numpy" else ["--backend", "dask", "--scheduler", scheduler]
+    no_columns = [a for a in FIT if a not in ("--columns", "lon", "lat")]
+    for folder in (d, d1):
+        rc, out, err = run(capsys, "fit", folder, *no_columns, *dask, "--out-dir", tmp_path / "o")
+        assert rc == 2 and out == ""
+        # the command line's Dask door already wanted --columns beside --unit
+        assert "needs its coordinate columns named" in err or (backend == "dask" and "--columns" in err)
+        assert not (tmp_path / "o").exists()
+    if backend == "dask":  # the backend's own door (the Python API), driver side
+        from dpdbscan.release.backends.dask_backend import DaskBackend
+
+        for source in (str(d1), str(d1 / "*.parquet"), sorted(map(str, d1.glob("*.parquet")))):
+            with pytest.raises(ValueError, match="needs its coordinate columns named"):
+                DaskBackend(client=None).n_features(source, unit="cab")
+        assert DaskBackend(client=None, columns=["lon", "lat"]).n_features(str(d1), unit="cab") == 2
+    # named, D' is D plus one unit's rows: both released
+    assert release(capsys, tmp_path, d, *dask)[0] == 0
+    assert release(capsys, tmp_path, d1, *dask)[0] == 0
+    single = tmp_path / "single.parquet"
+    pq.write_table(one_unit().drop_columns(["t", "s"]), single)
+    if backend == "numpy":  # a single file's schema gives the default coordinates
+        rc, out, err = run(capsys, "fit", single, *no_columns, "--out-dir", tmp_path / "s")
+        assert rc == 0, err
+    else:
+        assert DaskBackend(client=None).n_features(str(single), unit="cab") == 2

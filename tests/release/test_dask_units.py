@@ -154,7 +154,7 @@ def test_count_units_equals_in_memory(client, grid, data, key, tmp_path, kind, w
     X, ids = data
     units = unit_values(ids, kind)
     want = count_units(grid, X, units, BOUND, key)
-    backend = DaskBackend(client=client, header=True if where == "csv" else None)
+    backend = DaskBackend(client=client, header=True if where == "csv" else None, columns=["x", "y"])
     # dask turns object columns into text by default: an object column needs it off
     with dask.config.set({"dataframe.convert-string": kind != "mixed"}):
         source = source_of(kind, where, table(X, units), tmp_path)
@@ -325,7 +325,7 @@ def test_count_units_choosing_equals_in_memory(client, grid, data, key, tmp_path
     units = unit_values(ids, "text")
     want_choice, got_choice = Choose(), Choose()
     want = count_units_choosing(grid, X, units, want_choice, key)
-    backend = DaskBackend(client=client, header=True if where == "csv" else None)
+    backend = DaskBackend(client=client, header=True if where == "csv" else None, columns=["x", "y"])
     source = source_of("text", where, table(X, units), tmp_path)
     got = backend.count_units_choosing(grid, source, "unit", got_choice, key)
     assert len(got_choice.seen) == 1  # the choice is made once
@@ -402,7 +402,7 @@ def test_same_release_as_in_memory(client, data, tmp_path, kind, where, histogra
     units = unit_values(ids, kind)
     want = fit(X, units, "numpy", histogram=histogram)
     source = source_of(kind, where, table(X, units), tmp_path)
-    backend = DaskBackend(client=client, header=True if where == "csv" else None)
+    backend = DaskBackend(client=client, header=True if where == "csv" else None, columns=["x", "y"])
     got = fit(source, "unit", backend, histogram=histogram)
     assert_same_release(got, want)
 
@@ -415,7 +415,7 @@ def test_same_release_with_k_chosen_privately(client, data, tmp_path):
     got = fit(
         str(write_parquet(table(X, units), tmp_path / "pq")),
         "unit",
-        DaskBackend(client=client),
+        DaskBackend(client=client, columns=["x", "y"]),
         max_cells_per_unit="auto",
     )
     assert want.spans_.release.unit_choice is not None
@@ -427,7 +427,8 @@ def test_same_release_with_k_chosen_privately(client, data, tmp_path):
 def test_unit_column_is_not_a_coordinate(client, grid, data, key, tmp_path):
     X, ids = data
     units = unit_values(ids, "int")  # numeric: the default columns would take it
-    path = str(write_parquet(table(X, units), tmp_path / "pq"))
+    # one file: its schema gives the default columns (a folder must name them)
+    path = str(write_parquet(table(X, units), tmp_path / "pq", parts=1) / "part-0.parquet")
     backend = DaskBackend(client=client)
     assert backend.n_features(path) == 3 and backend.n_features(path, unit="unit") == 2
     assert_same_counts(
@@ -529,7 +530,9 @@ def test_parquet_files_that_disagree_on_the_units_type_are_read_each_by_its_own(
     half = len(X) // 2
     ints, text = unit_values(ids, "int"), unit_values(ids, "text")
     units = [*ints[:half].tolist(), *text[half:].tolist()]
-    got = DaskBackend(client=client).count_units(grid, folder.as_posix(), "unit", BOUND, key)
+    got = DaskBackend(client=client, columns=["x", "y"]).count_units(
+        grid, folder.as_posix(), "unit", BOUND, key
+    )
     assert_same_counts(got, count_units(grid, X, units, BOUND, key))
 
 
@@ -709,7 +712,7 @@ def test_one_more_file_without_a_read_column_is_read_as_memory_reads_it(
     d1 = write_parquet(table(X, units), tmp_path / "d1")
     one = table(np.array([[5.0, 5.0]]), np.array([10**12])).drop(columns=[lacks])
     one.to_parquet(d1 / "part-9.parquet", index=False)
-    backend = DaskBackend(client=client)
+    backend = DaskBackend(client=client, columns=["x", "y"])
     want = backend.count_units(grid, d.as_posix(), "unit", BOUND, key)
     got = backend.count_units(grid, d1.as_posix(), "unit", BOUND, key)
     np.testing.assert_array_equal(got.keys, want.keys)

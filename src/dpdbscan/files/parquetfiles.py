@@ -41,6 +41,25 @@ from .unitids import canonical_ids, unit_kind_of_arrow
 COORDINATE, UNIT, ALSO = "coordinate", "unit", "also"
 
 
+#: Why a dataset of several Parquet files needs its coordinate columns named.
+NAME_THE_COLUMNS = (
+    "a folder (or list, or glob) of Parquet files needs its coordinate columns named (--columns, or "
+    "columns= of the Dask backend's read options): each file's schema may be one unit's data, so "
+    "the columns are not taken from the schemas (one more file declaring one more number would "
+    "add a dimension)"
+)
+
+
+def refuse_unnamed_columns(dataset: bool, columns: Any) -> None:
+    """Refuse a dataset of Parquet files (``dataset``: the input names a
+    folder, a glob or several paths; public) read without its coordinate
+    columns named: the default (every numeric column) would be the files'
+    schemas' together, so one unit's file could add a dimension or change
+    the choice by names. A single file's schema is the file's header."""
+    if dataset and columns is None:
+        raise ValueError(NAME_THE_COLUMNS)
+
+
 def plain_type(t: Any) -> Any:
     """An Arrow type without dictionary encoding or large offsets."""
     import pyarrow as pa
@@ -255,6 +274,7 @@ class MixedColumn:
 __all__ = [
     "ALSO",
     "COORDINATE",
+    "NAME_THE_COLUMNS",
     "UNIT",
     "MixedColumn",
     "combined_column",
@@ -265,6 +285,7 @@ __all__ = [
     "files_differ",
     "merged_schema",
     "plain_type",
+    "refuse_unnamed_columns",
     "readable",
     "unit_target",
 ]

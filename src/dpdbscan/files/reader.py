@@ -73,6 +73,7 @@ from .parquetfiles import (
     merged_schema,
     plain_type,
     readable,
+    refuse_unnamed_columns,
 )
 from .records import BlockCounts, CsvLayout, unit_missing
 
@@ -869,6 +870,7 @@ def _open_parquet(
         pf = _ParquetSource(path)
     except (pa.ArrowException, OSError) as exc:
         raise _io_error(str(path), "Parquet", exc) from None
+    refuse_unnamed_columns(pf.dataset is not None, options.columns)  # public: a folder, the option
     schema = pf.schema
     numeric = [_is_numeric(f.type) for f in schema]
     types = [f.type for f in schema]

@@ -59,6 +59,7 @@ from ...files.parquetfiles import (
     merged_schema,
     plain_type,
     readable,
+    refuse_unnamed_columns,
     unit_target,
 )
 from ...files.reader import cut_note
@@ -1152,6 +1153,14 @@ def _as_paths(X):
     return None
 
 
+def _names_a_dataset(paths: Sequence[str]) -> bool:
+    """Whether ``paths`` (as given: public) name a dataset of Parquet files
+    rather than one file: several paths, a glob, or a local directory."""
+    import glob
+
+    return len(paths) > 1 or any(glob.has_magic(p) or os.path.isdir(p) for p in paths)
+
+
 def file_format(paths: Sequence[str], file_format: str | None = None) -> str:
     """ "parquet" or "csv", from ``file_format`` or the file names (never
     their contents, :func:`dpdbscan.files.format_of`).
@@ -1632,6 +1641,7 @@ class DaskBackend:
         (:meth:`_files_alone`), as the in-memory reader reads them."""
         import dask.dataframe as dd
 
+        refuse_unnamed_columns(_names_a_dataset(paths), self.read.columns)  # public: the paths as given
         fs, files = self._parquet_files(paths)
         schemas = [s for _, s in files]
         merged = None if not schemas or all(s.equals(schemas[0]) for s in schemas) else merged_schema(schemas)
@@ -1888,6 +1898,7 @@ class DaskBackend:
                 if self.read.header is False and self.read.fields is None and self.read.columns is None:
                     return None  # as many as the bounds say (d fields a line)
                 return len(self._csv_plan(paths, None, unit)[1].usecols)
+            refuse_unnamed_columns(_names_a_dataset(paths), self.read.columns)  # public: the paths
             schema = self._parquet_schema(paths)
             return len(
                 coordinate_columns(
