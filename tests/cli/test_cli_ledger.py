@@ -452,13 +452,16 @@ def _mixed_dataset(folder: Path) -> Path:
 
 @pytest.mark.parametrize("command_name", ["fit", "sweep"])
 @pytest.mark.parametrize("backend", ["numpy", "dask"])
-def test_a_dataset_whose_schemas_disagree_is_refused_before_reserving(
+def test_a_dataset_whose_schemas_disagree_is_released_and_a_typo_refused_before_reserving(
     tmp_path, capsys, backend, command_name
 ):
     """Issue 28's friction: with --ledger, a Parquet dataset whose files
     declare the unit with different types was refused only after the ledger
-    reserved the release. The schemas are public: refused first, the ledger
-    untouched, on either backend, by fit and by sweep."""
+    reserved the release; then refused first. Where each file is one unit's,
+    either let one unit's file decide whether anything was released: each
+    file is now read by its own schema and the dataset released. A unit
+    column no file declares (a typo: public) is still refused before the
+    ledger charges anything, on either backend, by fit and by sweep."""
     if backend == "dask":
         pytest.importorskip("dask.dataframe")
     folder = _mixed_dataset(tmp_path / "mixed")
@@ -468,13 +471,20 @@ def test_a_dataset_whose_schemas_disagree_is_refused_before_reserving(
     )
     assert rc == 0, err
     before = led.read_bytes()
-    person = ["--unit", "cab", "--max-cells-per-unit", 4, "--delta", 1e-6, "--no-png"]
+    person = ["--max-cells-per-unit", 4, "--delta", 1e-6, "--no-png"]
     argv = [*BASE[1:], *person, "--out-dir", tmp_path / "o", "--backend", backend]
-    rc, out, err = run(capsys, command_name, folder, *argv, "--ledger", led, "--dataset", "cabs")
-    assert rc == 2 and "declare column 'cab' with different types" in err, err
+    rc, out, err = run(
+        capsys, command_name, folder, *argv, "--unit", "cabb", "--ledger", led, "--dataset", "cabs"
+    )
+    assert rc == 2 and "cabb" in err, err
     assert "charged" not in err and out == ""
     assert releases(led) == [] and led.read_bytes() == before
     assert not (tmp_path / "o").exists()
+    rc, out, err = run(
+        capsys, command_name, folder, *argv, "--unit", "cab", "--ledger", led, "--dataset", "cabs"
+    )
+    assert rc == 0, err
+    assert len(releases(led)) == 1
 
 
 def test_dask_with_geo_is_refused_before_reserving(tmp_path, capsys, data, ledger):

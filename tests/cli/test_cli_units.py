@@ -131,7 +131,7 @@ def _write_parquet(path, X, names, unit_type):
         ("tsv", ["--header", "--unit", "person"]),
         ("parquet_string", ["--unit", "person"]),
         ("parquet_dictionary", ["--unit", "person"]),
-        ("parquet_directory", ["--unit", "person"]),
+        ("parquet_directory", ["--columns", "x", "y", "--unit", "person"]),  # a folder names its columns
     ],
 )
 def test_every_reader_gives_the_same_release(capsys, tmp_path, data, make, args):

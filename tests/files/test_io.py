@@ -1111,17 +1111,27 @@ def test_a_parquet_polyline_column_says_how_to_get_one_row_per_point(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "first, second",
+    "first, second, want",
     [
-        (["1", "2"], [3, 4]),  # text ids in one file, integers in the other
-        ([1, 2], ["3", "x"]),
-        (np.array([1, 2], "datetime64[us]"), np.array([3, 4], "datetime64[ms]")),
-        (np.array([1, 2], np.int64), np.array([3, 4], np.int32)),
+        (["1", "2"], [3, 4], ["1", "2", 3, 4]),  # text ids in one file, integers in the other
+        ([1, 2], ["3", "x"], [1, 2, "3", "x"]),
+        ([1, 2], [1.0, 2.5], [1, 2, 1, 2.5]),  # 1 and 1.0: one unit
+        (np.array([1, 2], "datetime64[us]"), np.array([3, 4], "datetime64[ms]"), [1e-6, 2e-6, 3e-3, 4e-3]),
+        (np.array([1, 2], np.int64), np.array([3, 4], np.int32), [1, 2, 3, 4]),
     ],
 )
-def test_a_dataset_whose_files_disagree_on_a_columns_type_is_refused_before_reading(tmp_path, first, second):
+def test_a_dataset_whose_files_disagree_on_a_columns_type_reads_each_file_by_its_own(
+    tmp_path, first, second, want
+):
     """pyarrow would cast the second file's values to the first's type, and
-    whether that succeeds depends on the values: refused from the schemas."""
+    whether that succeeds depends on the values; the dataset was then
+    refused from the schemas, so that one file (one unit's, where each file
+    is one's) decided whether anything was released. Now each file is read
+    by its own type: the ids by the library's id rule, times each to its own
+    seconds."""
+    from dpdbscan.release.bounding import factorize
+    from dpdbscan.traces.times import parse_times
+
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
     folder = tmp_path / "ds"
@@ -1130,12 +1140,15 @@ def test_a_dataset_whose_files_disagree_on_a_columns_type_is_refused_before_read
         table = pa.table({"x": [0.1, 0.2], "y": [0.3, 0.4], "u": pa.array(col)})
         pq.write_table(table, folder / f"{name}.parquet")
     timed = isinstance(first, np.ndarray) and first.dtype.kind == "M"
-    with pytest.raises(ValueError, match="declare column 'u' with different types"):
-        if timed:  # a trace's time column, read beside the points
-            read_columns(folder, "u", options=ReadOptions(columns=("x", "y")))
-        else:
-            read_input(folder, columns=("x", "y"), unit="u")
-    got = read_input(folder, columns=("x", "y"))  # u is not read: nothing to refuse
+    if timed:  # a trace's time column, read beside the points
+        t, _ = read_columns(folder, "u", options=ReadOptions(columns=("x", "y")))
+        np.testing.assert_array_equal(parse_times(t), want)
+    else:
+        got = read_input(folder, columns=("x", "y"), unit="u")
+        codes, uniques = factorize(got.units)
+        assert [uniques[c] for c in codes] == want
+        assert [isinstance(uniques[c], str) for c in codes] == [isinstance(v, str) for v in want]
+    got = read_input(folder, columns=("x", "y"))  # u is not read
     assert got.X.shape == (4, 2)
 
 

@@ -154,7 +154,7 @@ def test_count_units_equals_in_memory(client, grid, data, key, tmp_path, kind, w
     X, ids = data
     units = unit_values(ids, kind)
     want = count_units(grid, X, units, BOUND, key)
-    backend = DaskBackend(client=client, header=True if where == "csv" else None)
+    backend = DaskBackend(client=client, header=True if where == "csv" else None, columns=["x", "y"])
     # dask turns object columns into text by default: an object column needs it off
     with dask.config.set({"dataframe.convert-string": kind != "mixed"}):
         source = source_of(kind, where, table(X, units), tmp_path)
@@ -325,7 +325,7 @@ def test_count_units_choosing_equals_in_memory(client, grid, data, key, tmp_path
     units = unit_values(ids, "text")
     want_choice, got_choice = Choose(), Choose()
     want = count_units_choosing(grid, X, units, want_choice, key)
-    backend = DaskBackend(client=client, header=True if where == "csv" else None)
+    backend = DaskBackend(client=client, header=True if where == "csv" else None, columns=["x", "y"])
     source = source_of("text", where, table(X, units), tmp_path)
     got = backend.count_units_choosing(grid, source, "unit", got_choice, key)
     assert len(got_choice.seen) == 1  # the choice is made once
@@ -402,7 +402,7 @@ def test_same_release_as_in_memory(client, data, tmp_path, kind, where, histogra
     units = unit_values(ids, kind)
     want = fit(X, units, "numpy", histogram=histogram)
     source = source_of(kind, where, table(X, units), tmp_path)
-    backend = DaskBackend(client=client, header=True if where == "csv" else None)
+    backend = DaskBackend(client=client, header=True if where == "csv" else None, columns=["x", "y"])
     got = fit(source, "unit", backend, histogram=histogram)
     assert_same_release(got, want)
 
@@ -415,7 +415,7 @@ def test_same_release_with_k_chosen_privately(client, data, tmp_path):
     got = fit(
         str(write_parquet(table(X, units), tmp_path / "pq")),
         "unit",
-        DaskBackend(client=client),
+        DaskBackend(client=client, columns=["x", "y"]),
         max_cells_per_unit="auto",
     )
     assert want.spans_.release.unit_choice is not None
@@ -427,7 +427,8 @@ def test_same_release_with_k_chosen_privately(client, data, tmp_path):
 def test_unit_column_is_not_a_coordinate(client, grid, data, key, tmp_path):
     X, ids = data
     units = unit_values(ids, "int")  # numeric: the default columns would take it
-    path = str(write_parquet(table(X, units), tmp_path / "pq"))
+    # one file: its schema gives the default columns (a folder must name them)
+    path = str(write_parquet(table(X, units), tmp_path / "pq", parts=1) / "part-0.parquet")
     backend = DaskBackend(client=client)
     assert backend.n_features(path) == 3 and backend.n_features(path, unit="unit") == 2
     assert_same_counts(
@@ -514,42 +515,56 @@ def mixed_dataset(folder, X, ids):
     return folder
 
 
-def test_parquet_files_that_disagree_on_the_units_type_are_refused(client, grid, data, key, tmp_path):
-    """One file's ids are integers, the other's text: dask would cast the
-    text to integers, which fails or not depending on the ids (one row would
-    decide whether anything is released). Refused from the files' schemas,
-    as the in-memory reader refuses them."""
+def test_parquet_files_that_disagree_on_the_units_type_are_read_each_by_its_own(
+    client, grid, data, key, tmp_path
+):
+    """One file's ids are integers, the other's text. They were refused
+    (dask would cast the text to integers, which fails or not depending on
+    the ids); where each file is one unit's, that let one unit's file decide
+    whether anything was released. Now each file's ids are read by its own
+    type, by the library's id rule (text and numbers never one unit), as the
+    in-memory reader reads them: the counts of the same ids in memory, as a
+    list (each id by its own value)."""
     X, ids = data
     folder = mixed_dataset(tmp_path / "mixed", X, ids)
-    with pytest.raises(ValueError, match="declare column 'unit' with different types"):
-        DaskBackend(client=client).count_units(grid, folder.as_posix(), "unit", BOUND, key)
-    # the coordinates alone agree: the same files are read without the unit
-    assert DaskBackend(client=client, columns=["x", "y"]).count(grid, folder.as_posix()) is not None
+    half = len(X) // 2
+    ints, text = unit_values(ids, "int"), unit_values(ids, "text")
+    units = [*ints[:half].tolist(), *text[half:].tolist()]
+    got = DaskBackend(client=client, columns=["x", "y"]).count_units(
+        grid, folder.as_posix(), "unit", BOUND, key
+    )
+    assert_same_counts(got, count_units(grid, X, units, BOUND, key))
 
 
-def test_the_estimator_refuses_such_a_dataset_before_the_ledger_charges(client, data, tmp_path):
-    """The schemas are public: the estimator's Dask door refuses a dataset
-    whose files declare the unit with different types when the points are
-    prepared, before its ledger reserves the release (it used to be charged
-    and marked failed)."""
+def test_the_estimator_releases_such_a_dataset_and_refuses_a_typo_before_the_ledger_charges(
+    client, data, tmp_path
+):
+    """A dataset whose files declare the unit with different types is
+    released (charged once); a unit column no file declares is refused
+    when the points are prepared, before the ledger reserves anything."""
     from dpdbscan import Ledger
 
     X, ids = data
     folder = mixed_dataset(tmp_path / "mixed", X, ids)
     path = tmp_path / "b.ledger"
     Ledger.create(path, "t", epsilon=5, delta=1e-5, unit="unit")
-    est = DPDBSCAN(
-        eps=1.0,
-        min_samples=20,
-        bounds=(0, 10),
-        max_cells_per_unit=5,
-        delta=1e-6,
-        backend=DaskBackend(client=client, columns=["x", "y"]),
-        ledger=Ledger(path, "t"),
-    )
-    with pytest.raises(ValueError, match="declare column 'unit' with different types"):
-        est.fit(folder.as_posix(), units="unit")
+
+    def estimator():
+        return DPDBSCAN(
+            eps=1.0,
+            min_samples=20,
+            bounds=(0, 10),
+            max_cells_per_unit=5,
+            delta=1e-6,
+            backend=DaskBackend(client=client, columns=["x", "y"]),
+            ledger=Ledger(path, "t"),
+        )
+
+    with pytest.raises(ValueError, match="unitt"):
+        estimator().fit(folder.as_posix(), units="unitt")
     assert list(Ledger(path, "t").account().releases) == []
+    estimator().fit(folder.as_posix(), units="unit")
+    assert len(list(Ledger(path, "t").account().releases)) == 1
 
 
 def _parquet_with_a_missing_id(X, ids, folder):
@@ -697,7 +712,7 @@ def test_one_more_file_without_a_read_column_is_read_as_memory_reads_it(
     d1 = write_parquet(table(X, units), tmp_path / "d1")
     one = table(np.array([[5.0, 5.0]]), np.array([10**12])).drop(columns=[lacks])
     one.to_parquet(d1 / "part-9.parquet", index=False)
-    backend = DaskBackend(client=client)
+    backend = DaskBackend(client=client, columns=["x", "y"])
     want = backend.count_units(grid, d.as_posix(), "unit", BOUND, key)
     got = backend.count_units(grid, d1.as_posix(), "unit", BOUND, key)
     np.testing.assert_array_equal(got.keys, want.keys)

@@ -156,8 +156,8 @@ class FitOptions:
 
     def check_input(self, eta: float) -> None:
         """Every refusal that public input decides (the options, the file's
-        declared header or schema, a Parquet dataset's files declaring a read
-        column with different types, the Dask backend's own checks), without
+        declared header or schema, a Parquet dataset's read columns that no
+        file declares, the Dask backend's own checks), without
         reading a record (:func:`dpdbscan.prepare.check_source`): made before
         ``--ledger`` charges a release, so that nothing is charged for a
         command refused from public input."""

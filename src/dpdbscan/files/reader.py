@@ -60,8 +60,22 @@ from .layout import (
     skipped_index_columns,
     undecided_header,
 )
+from .parquetfiles import (
+    ALSO,
+    COORDINATE,
+    UNIT,
+    combined_column,
+    combined_units,
+    declared,
+    declares,
+    file_columns,
+    files_differ,
+    merged_schema,
+    plain_type,
+    readable,
+    refuse_unnamed_columns,
+)
 from .records import BlockCounts, CsvLayout, unit_missing
-from .unitids import unit_kind_of_arrow
 
 BlockHook = Callable[[np.ndarray], None]
 
@@ -751,17 +765,24 @@ BATCH_ROWS = 1 << 20
 class _ParquetSource:
     """A Parquet file, or a directory of them read as one dataset: the
     schema (metadata, public), the number of rows (metadata) and the rows
-    in batches."""
+    in batches. A dataset's schema is its files' together
+    (:func:`~dpdbscan.files.parquetfiles.merged_schema`: a column any file
+    declares), read from every file's metadata, never a record."""
 
     def __init__(self, path: Path) -> None:
         import pyarrow.dataset as pads
         import pyarrow.parquet as pq
 
         self.path = path
+        #: each file of a dataset with its schema, in the dataset's order
+        self.files: list[tuple[str, Any]] = []
+        #: the read columns' roles, when each file is read alone (:meth:`plan_read`)
+        self.alone: dict[str, str] | None = None
         if path.is_dir():
             self.dataset: Any = pads.dataset(path, format="parquet")
             self.file: Any = None
-            self.schema = self.dataset.schema
+            self.files = [(file, pq.read_schema(file)) for file in self.dataset.files]
+            self.schema = merged_schema([s for _, s in self.files]) if self.files else self.dataset.schema
         else:
             self.dataset, self.file = None, pq.ParquetFile(path)
             self.schema = self.file.schema_arrow
@@ -769,21 +790,32 @@ class _ParquetSource:
     def num_rows(self) -> int:
         return self.file.metadata.num_rows if self.file is not None else self.dataset.count_rows()
 
-    def check_agreement(self, columns: Sequence[str]) -> None:
-        """Refuse a dataset whose files declare ``columns`` with other types
-        than the dataset's schema (taken from one of its files), from the
-        files' schemas alone (public metadata), before any record is read.
-        Reading them would cast each file's values to one type, and whether
-        that cast succeeds (text ids to integers, microseconds to
-        milliseconds, a large integer to a narrower one) depends on the
-        values: one row could decide whether anything is released."""
+    def declares(self, name: str, role: str) -> bool:
+        """Whether the file declares ``name`` with a type read as ``role``,
+        or some file of the dataset does or declares it ``null``
+        (:func:`~dpdbscan.files.parquetfiles.declares`; public: the schemas)."""
+        if self.dataset is None:
+            return readable(role, declared(self.schema, name))
+        return declares([s for _, s in self.files], name, role)
+
+    def plan_read(self, roles: dict[str, str]) -> None:
+        """How a dataset's read columns (``roles``: name to role) are read,
+        from the files' schemas alone (public metadata), before any record
+        is read. Where the files that declare each column agree on its type
+        (a file lacking it, or declaring the ``null`` type, reads as
+        missing values in its rows), together, as one dataset of the merged
+        schema's plain types; otherwise each file alone, by its own types
+        (:mod:`dpdbscan.files.parquetfiles`). Before, the files were cast to
+        one file's type, or refused when they disagreed: one unit's file,
+        its unit column all missing (typed ``null``) or its ids declared as
+        floats, decided whether anything was released (docs/privacy.md
+        section 8)."""
         if self.dataset is None:
             return
-        import pyarrow.parquet as pq
-
-        schemas = [(Path(file).name, pq.read_schema(file)) for file in self.dataset.files]
-        check_schemas_agree(self.schema, schemas, columns, where=str(self.path))
-        if any(not got.equals(self.schema) for _, got in schemas):
+        schemas = [s for _, s in self.files]
+        if files_differ(schemas, roles):
+            self.alone = dict(roles)
+        elif any(not got.equals(self.schema) for got in schemas):
             self._read_plain()
 
     def _read_plain(self) -> None:
@@ -794,7 +826,7 @@ class _ParquetSource:
         import pyarrow as pa
         import pyarrow.dataset as pads
 
-        self.schema = pa.schema([pa.field(f.name, _plain_type(f.type), f.nullable) for f in self.schema])
+        self.schema = pa.schema([pa.field(f.name, plain_type(f.type), f.nullable) for f in self.schema])
         self.dataset = pads.dataset(self.path, format="parquet", schema=self.schema)
 
     def batches(self, columns: list[str]):
@@ -802,44 +834,26 @@ class _ParquetSource:
             return self.file.iter_batches(batch_size=BATCH_ROWS, columns=columns)
         return self.dataset.to_batches(columns=columns, batch_size=BATCH_ROWS)
 
+    def file_batches(self) -> Iterator[dict[str, Any]]:
+        """Each file's batches alone, in the dataset's order (:attr:`alone`):
+        each read column of each batch by its role and the file's own type
+        (:func:`~dpdbscan.files.parquetfiles.file_columns`)."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        assert self.alone is not None
+        for file, schema in self.files:
+            have = [c for c in self.alone if c in schema.names]
+            one = pq.ParquetFile(file)
+            try:
+                for batch in one.iter_batches(batch_size=BATCH_ROWS, columns=have):
+                    yield file_columns(pa.Table.from_batches([batch]), self.alone)
+            finally:
+                one.close()
+
     def close(self) -> None:
         if self.file is not None and hasattr(self.file, "close"):
             self.file.close()
-
-
-def check_schemas_agree(
-    schema: Any, schemas: Iterable[tuple[str, Any]], columns: Sequence[str], *, where: str
-) -> None:
-    """Refuse (ValueError, before any record is read) when a file of a
-    Parquet dataset declares one of ``columns`` with another type than the
-    dataset's ``schema``; ``schemas``: each file's (name, Arrow schema).
-    Public: the schemas alone. See :meth:`_ParquetSource.check_agreement`."""
-    for name_of_file, got_schema in schemas:
-        for name in columns:
-            if name not in got_schema.names or name not in schema.names:
-                continue  # a column a file lacks reads as missing values in its rows
-            got, want = got_schema.field(name).type, schema.field(name).type
-            if not _same_values(got, want):
-                raise ValueError(
-                    f"{where}: the files of this dataset declare column {name!r} with different "
-                    f"types ({want} in one, {got} in {name_of_file}); write every file with one "
-                    "schema (each column one type) and read it again"
-                )
-
-
-def _plain_type(t: Any) -> Any:
-    """An Arrow type without dictionary encoding or large offsets."""
-    import pyarrow as pa
-
-    t = t.value_type if pa.types.is_dictionary(t) else t
-    if pa.types.is_large_string(t):
-        return pa.string()
-    return pa.binary() if pa.types.is_large_binary(t) else t
-
-
-def _same_values(a: Any, b: Any) -> bool:
-    """Whether two Arrow types hold the same values (dictionary encoding aside)."""
-    return bool(_plain_type(a).equals(_plain_type(b)))
 
 
 def _open_parquet(
@@ -856,13 +870,14 @@ def _open_parquet(
         pf = _ParquetSource(path)
     except (pa.ArrowException, OSError) as exc:
         raise _io_error(str(path), "Parquet", exc) from None
+    refuse_unnamed_columns(pf.dataset is not None, options.columns)  # public: a folder, the option
     schema = pf.schema
     numeric = [_is_numeric(f.type) for f in schema]
     types = [f.type for f in schema]
     idx, unit = schema_columns(
         schema.names, numeric, options.columns, options.unit, choose, types=types, where=str(path)
     )
-    if unit is not None and unit_kind_of_arrow(schema[unit].type) is None:
+    if unit is not None and not pf.declares(schema.names[unit], UNIT):
         raise ValueError(
             f"{path}: the --unit column {schema.names[unit]!r} has type {schema[unit].type}; "
             "a unit must be integers, floats or text"
@@ -872,10 +887,7 @@ def _open_parquet(
     unit_name = None if unit is None else schema.names[unit]
     extra = _parquet_companions(schema.names, also)
     one_pass = bool(also) and len(extra) == len(also)
-    try:
-        pf.check_agreement([*names, *([] if unit_name is None else [unit_name]), *extra])
-    except (pa.ArrowException, OSError) as exc:
-        raise _io_error(str(path), "Parquet", exc) from None
+    pf.plan_read(_roles(names, unit_name, extra))
 
     def read(progress: bool | None, hook: BlockHook | None) -> InputPoints:
         X, units, n_missing, more = _read_parquet(pf, path, names, unit_name, progress, extra)
@@ -914,6 +926,16 @@ def _parquet_companions(names: Sequence[str], also: Sequence[str | int]) -> list
         return []
 
 
+def _roles(names: Sequence[str], unit_name: str | None, also: Sequence[str] = ()) -> dict[str, str]:
+    """The read columns of a Parquet file or dataset and what each is read as."""
+    roles = dict.fromkeys(names, COORDINATE)
+    if unit_name is not None:
+        roles.setdefault(unit_name, UNIT)
+    for name in also:
+        roles.setdefault(name, ALSO)
+    return roles
+
+
 def _read_parquet(
     pf: _ParquetSource,
     path: Path,
@@ -944,8 +966,12 @@ def _read_parquet(
         n_rows = pf.num_rows()
         X = np.empty((n_rows, len(names)))
         at = 0
+        # each file alone, by its own types, where the files disagree (plan_read)
+        batches = pf.batches(columns) if pf.alone is None else pf.file_batches()
         with progress_bar(f"reading {path.name}", total=n_rows, enabled=progress, unit="rows") as bar:
-            for batch in pf.batches(columns):
+            for batch in batches:
+                if isinstance(batch, dict):
+                    batch = _Columns(batch)
                 m = batch.num_rows
                 if at + m > X.shape[0]:
                     X = _grown(X, at, at + m)
@@ -969,10 +995,26 @@ def _read_parquet(
         raise _io_error(str(path), "Parquet", exc) from None
     X = X[:at] if at < X.shape[0] else X
     release_arrow_memory()  # the batches' coordinates, freed
+    if pf.alone is not None:
+        typed = tuple(combined_column(m) for m in more)
+        return X, None if unit_name is None else combined_units(units), n_missing, typed
     typed = tuple(pa.chunked_array(m, type=pf.schema.field(n).type) for m, n in zip(more, also))
     if unit_name is None:
         return X, None, 0, typed
     return X, pa.chunked_array(units, type=pf.schema.field(unit_name).type), n_missing, typed
+
+
+class _Columns:
+    """One file's batch of columns read alone (:meth:`_ParquetSource.file_batches`),
+    as a batch is read: ``num_rows`` and ``column(name)``."""
+
+    def __init__(self, columns: dict[str, Any]) -> None:
+        self.columns = columns
+        self.num_rows = len(next(iter(columns.values()))) if columns else 0
+
+    def column(self, name: str) -> Any:
+        col = self.columns[name]
+        return col.combine_chunks() if hasattr(col, "combine_chunks") else col
 
 
 def release_arrow_memory() -> None:
@@ -1634,7 +1676,9 @@ def read_columns(
 
     ``column`` as read, nothing parsed: a pyarrow array of the CSV fields'
     bytes (null for a missing field or a malformed line), a Parquet column of
-    its declared type, an SQLite column by its declared type
+    its declared type (a dataset whose files declare it with different
+    types: a :class:`~dpdbscan.files.parquetfiles.MixedColumn` of each
+    file's part, of its own type), an SQLite column by its declared type
     (:func:`.sqlitefile.companion_expr`), or a .npy column. ``flag`` (None if not asked): the
     same. The columns are public input (names or 0-based indices),
     refused before any record is read when the file does not have them.
@@ -1703,10 +1747,11 @@ def check_parquet_columns(
     path: Path | str, columns: Sequence[str | int], options: ReadOptions | None = None
 ) -> None:
     """Refuse, from the files' schemas alone (no record read), a Parquet
-    dataset whose files declare one of ``columns`` (names or 0-based
-    indices: a trace's time and status) with different types, as
-    :func:`read_columns` would once reading; other inputs pass. For the
-    checks made before a ledger charges anything."""
+    file or dataset none of whose files declares one of ``columns`` (names
+    or 0-based indices: a trace's time and status), as :func:`read_columns`
+    would once reading (files that declare one with different types are
+    read, each by its own: :mod:`dpdbscan.files.parquetfiles`); other
+    inputs pass. For the checks made before a ledger charges anything."""
     options = options or ReadOptions()
     if str(path) == "-" or not columns or options.unit_from is not None:
         return
@@ -1721,10 +1766,10 @@ def check_parquet_columns(
     except (pa.ArrowException, OSError) as exc:
         raise _io_error(str(path), "Parquet", exc) from None
     try:
-        names = [pf.schema.names[resolve_unit(pf.schema.names, c, where=str(path))] for c in columns]
-        pf.check_agreement(names)
-    except (pa.ArrowException, OSError) as exc:
-        raise _io_error(str(path), "Parquet", exc) from None
+        # a column no file declares is refused here; the files' types are
+        # read file by file (plan_read), never refused
+        for c in columns:
+            resolve_unit(pf.schema.names, c, where=str(path))
     finally:
         pf.close()
 
@@ -1739,7 +1784,9 @@ def _parquet_column(path: Path, column: str | int) -> Any:
     try:
         j = resolve_unit(pf.schema.names, column, where=str(path))
         name = pf.schema.names[j]
-        pf.check_agreement([name])
+        pf.plan_read({name: ALSO})
+        if pf.alone is not None:
+            return combined_column([batch[name] for batch in pf.file_batches()])
         chunks = [batch.column(name) for batch in pf.batches([name])]
     except (pa.ArrowException, OSError) as exc:
         raise _io_error(str(path), "Parquet", exc) from None

@@ -443,8 +443,8 @@ def _opened(source: Source, eta: float) -> Iterator[InputPlan]:
 def check_source(source: Source, *, eta: float, backend: Any = None) -> None:
     """Every refusal of :func:`prepare` that public input decides, without
     reading any record: the options, the file's layout from its declared
-    header or schema, a Parquet dataset whose files declare a read column
-    (coordinates, unit, time, status) with different types, and a
+    header or schema, a Parquet dataset none of whose files declares a read
+    column (coordinates, unit, time, status), and a
     distributed backend's own checks of its files. A command that charges a
     ledger calls it first, so that what is refused from public input is
     refused before anything is charged. Standard input, a pipe or any other

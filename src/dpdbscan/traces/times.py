@@ -88,11 +88,18 @@ COMBINE_BYTES = 1 << 30
 def in_parts(values: Any) -> list[Any] | None:
     """A pyarrow ChunkedArray of more than :data:`COMBINE_BYTES` as
     consecutive ChunkedArrays of its chunks, each of at most that many bytes
-    (a chunk larger alone); None for any other input (read whole). The
+    (a chunk larger alone), and a Parquet dataset's column of files of
+    different types as its files' parts; None for any other input (read whole). The
     readers' chunks are blocks of a file, so a part is never more than a
     block over the bound."""
     import pyarrow as pa
 
+    files = getattr(values, "file_parts", None)
+    if files is not None:
+        # a Parquet dataset's column whose files declare it with different
+        # types (:class:`dpdbscan.files.parquetfiles.MixedColumn`): each
+        # file's part by its own type
+        return [q for part in files for q in (in_parts(part) or [part])]
     if not isinstance(values, pa.ChunkedArray) or values.num_chunks < 2 or values.nbytes <= COMBINE_BYTES:
         return None
     parts: list[Any] = []
@@ -204,9 +211,14 @@ def _local(seconds: np.ndarray, tz: str | None) -> np.ndarray:
 
 def chunks_of(values: Any) -> list[Any]:
     """A pyarrow ChunkedArray of at least one chunk as the list of its
-    chunks, for :func:`seconds_of_parts`; any other input as a list of itself."""
+    chunks, for :func:`seconds_of_parts` (a Parquet dataset's column of
+    files of different types, each file's chunks); any other input as a
+    list of itself."""
     import pyarrow as pa
 
+    files = getattr(values, "file_parts", None)
+    if files is not None:  # each file's chunks by its own type (a MixedColumn)
+        return [chunk for part in files for chunk in chunks_of(part)]
     if isinstance(values, pa.ChunkedArray) and values.num_chunks:
         return list(values.chunks)
     return [values]

@@ -48,7 +48,21 @@ from ...exceptions import private_note
 from ...files.csvfile import GzipText
 from ...files.formats import format_of
 from ...files.layout import Columns, ReadOptions, csv_layout, schema_columns
-from ...files.reader import check_schemas_agree, cut_note
+from ...files.parquetfiles import (
+    ALSO,
+    COORDINATE,
+    UNIT,
+    combined_units,
+    declared,
+    declares,
+    file_columns,
+    merged_schema,
+    plain_type,
+    readable,
+    refuse_unnamed_columns,
+    unit_target,
+)
+from ...files.reader import cut_note
 from ...files.records import (
     BlockCounts,
     CsvLayout,
@@ -329,6 +343,74 @@ def exact_integers(t: Any) -> Any:
     if not pa.types.is_integer(t):
         return None
     return pd.api.types.pandas_dtype(("U" if pa.types.is_unsigned_integer(t) else "") + f"Int{t.bit_width}")
+
+
+def _to_pandas(col: Any) -> Any:
+    """A pyarrow column as dask reads a Parquet file's: integers nullable,
+    text as pandas' Arrow-backed strings."""
+    import pandas as pd
+    import pyarrow as pa
+
+    def mapper(t: Any) -> Any:
+        return pd.StringDtype("pyarrow") if pa.types.is_string(t) else exact_integers(t)
+
+    return col.to_pandas(types_mapper=mapper)
+
+
+def _empty_frame(schema: Any) -> Any:
+    """An empty pandas frame of an Arrow ``schema`` (its columns and their
+    dtypes as this backend reads them: integers nullable)."""
+    return schema.empty_table().to_pandas(types_mapper=exact_integers)
+
+
+def _parquet_file_frame(
+    file: tuple[str, Any] | None,
+    *,
+    fs: Any,
+    roles: dict[str, str],
+    target: Any,
+    schemas: Sequence[Any] = (),
+) -> Any:
+    """One Parquet file's read columns as a pandas frame, read alone by its
+    own schema (:meth:`DaskBackend._files_alone`; ``file``: its path and
+    schema; None: the frame's meta, empty, of the files' ``schemas``):
+    coordinates float64, the unit column as ``target`` (an Arrow type) or,
+    when None, each id by its own value (an object column of canonical ids,
+    :func:`dpdbscan.files.parquetfiles.combined_units`), any other column
+    (a time) by the file's own type, or nulls where the file has none."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if file is None:
+        columns = file_columns(pa.table({"_": pa.nulls(0)}), roles)
+        kinds = {name: [declared(s, name) for s in schemas] for name in roles}
+    else:
+        path, schema = file
+        with fs.open(path, "rb") as handle:
+            table = pq.read_table(handle, columns=[c for c in roles if c in schema.names])
+        columns = file_columns(table, roles)
+        kinds = {}
+    out = {}
+    for name, role in roles.items():
+        col = columns[name]
+        if role == COORDINATE:
+            out[name] = pd.Series(col.to_numpy(), dtype=np.float64)
+        elif role == UNIT and target is not None:
+            out[name] = _to_pandas(col.cast(target))
+        elif role == UNIT:
+            out[name] = pd.Series(combined_units([col]), dtype=object)
+        elif file is None:
+            # one type (dictionary encoding aside) in every file that declares
+            # it: that type; else object (each partition keeps its file's own)
+            types = {plain_type(t) for t in kinds[name] if t is not None and not pa.types.is_null(t)}
+            t = next(iter(types)) if len(types) == 1 else None
+            empty = pd.Series([], dtype=object) if t is None else _to_pandas(pa.chunked_array([], type=t))
+            out[name] = empty
+        else:
+            out[name] = _to_pandas(col.cast(plain_type(col.type)))
+    n = len(next(iter(out.values()))) if out else 0
+    return pd.DataFrame({k: v.reset_index(drop=True) for k, v in out.items()}, index=pd.RangeIndex(n))
 
 
 def unit_kind(dtype: Any, name: str = "units") -> str:
@@ -1071,6 +1153,14 @@ def _as_paths(X):
     return None
 
 
+def _names_a_dataset(paths: Sequence[str]) -> bool:
+    """Whether ``paths`` (as given: public) name a dataset of Parquet files
+    rather than one file: several paths, a glob, or a local directory."""
+    import glob
+
+    return len(paths) > 1 or any(glob.has_magic(p) or os.path.isdir(p) for p in paths)
+
+
 def file_format(paths: Sequence[str], file_format: str | None = None) -> str:
     """ "parquet" or "csv", from ``file_format`` or the file names (never
     their contents, :func:`dpdbscan.files.format_of`).
@@ -1544,22 +1634,39 @@ class DaskBackend:
     def _read_parquet(self, paths, d, unit=None, time=None):
         """Lazy dask DataFrame of the coordinate columns of Parquet files
         (and of the unit column ``unit``, whose declared type must be one a
-        unit can have, and of the time column ``time``)."""
+        unit can have, and of the time column ``time``). Where the files'
+        schemas (public) differ, the columns are those any file declares,
+        and a file is read alone where it lacks a read column, declares it
+        ``null``, or the files declare it with different types
+        (:meth:`_files_alone`), as the in-memory reader reads them."""
         import dask.dataframe as dd
 
-        schema = self._parquet_schema(paths)
+        refuse_unnamed_columns(_names_a_dataset(paths), self.read.columns)  # public: the paths as given
+        fs, files = self._parquet_files(paths)
+        schemas = [s for _, s in files]
+        merged = None if not schemas or all(s.equals(schemas[0]) for s in schemas) else merged_schema(schemas)
+        schema = self._parquet_schema(paths) if merged is None else _empty_frame(merged)
         cols = coordinate_columns(
             schema.columns, schema.dtypes, self.read.columns, d, unit, file=str(paths[0])
         )
         if unit is not None:
-            unit_kind(schema.dtypes[unit], unit)
+            if merged is None:
+                unit_kind(schema.dtypes[unit], unit)
+            elif unit not in schema.columns or not declares(schemas, unit, UNIT):
+                raise TypeError(
+                    f"the unit column {unit!r} has type {merged.field(unit).type} in the files that "
+                    "declare it; units must be numbers or text"
+                )
             cols = [*cols, unit]
         if time is not None:
             _check_time_column(schema.columns, cols, time)
             cols = [*cols, time]
-        schemas = self._check_parquet_types(paths, cols)
-        lacking = [f for f, names in schemas if not set(cols) <= set(names)]
-        if not lacking:
+        roles = dict.fromkeys(cols, COORDINATE)
+        if unit is not None:
+            roles[unit] = UNIT
+        if time is not None:
+            roles[time] = ALSO
+        if merged is None:
             return dd.read_parquet(
                 paths,
                 columns=cols,
@@ -1567,51 +1674,48 @@ class DaskBackend:
                 arrow_to_pandas={"types_mapper": exact_integers},
                 dataset=_NO_PARTITIONS,
             )
-        return self._filled_parquet(schemas, cols)
+        return self._files_alone(fs, files, roles)
 
-    def _filled_parquet(self, schemas: list[tuple[str, list[str]]], cols: list[str]) -> Any:
-        """The files' columns ``cols`` where some file lacks one (its schema
-        says so: public): each file read alone, a column it lacks missing in
-        its rows (NaN, no unit, no time), as the in-memory reader reads it.
-        dask read the files together with the first one's columns and failed
-        on the file without one ("not in index"), after a ledger had reserved
-        the release: one more unit's file without its unit column decided
-        whether anything was released (docs/privacy.md section 8, round 16)."""
+    def _files_alone(self, fs: Any, files: list[tuple[str, Any]], roles: dict[str, str]) -> Any:
+        """The files' read columns (``roles``: name to role), each file read
+        alone by its own schema (:func:`dpdbscan.files.parquetfiles.file_columns`,
+        the in-memory reader's rule): a column a file lacks, declares
+        ``null`` or with a type not read as its role, missing in its rows;
+        coordinates as float64; the units of every file by the library's id
+        rule (:func:`~dpdbscan.files.parquetfiles.unit_target`: one type when
+        the files' types allow it, else each id by its own value, an
+        ``object`` column); a time column each file by its own type (one
+        partition per file, read alone by the window's ``period_of``).
+        Before, dask read the files together with the first one's columns
+        and types: a file without the unit column failed ("not in index",
+        round 16), one declaring it ``null`` or as floats was refused, and
+        the first file's schema decided which columns existed: one unit's
+        file decided whether anything was released (docs/privacy.md
+        section 8)."""
+        import dask
         import dask.dataframe as dd
-        import pandas as pd
+        import pyarrow as pa
 
-        def read(f: str, columns: list[str]) -> Any:
-            return dd.read_parquet(
-                f,
-                columns=columns,
-                storage_options=self.storage_options,
-                arrow_to_pandas={"types_mapper": exact_integers},
-                dataset=_NO_PARTITIONS,
+        unit = next((c for c, r in roles.items() if r == UNIT), None)
+        target = None
+        if unit is not None:
+            target = unit_target(
+                [t if readable(UNIT, t := declared(s, unit)) else pa.null() for _, s in files]
             )
-
-        meta = read(schemas[0][0], cols)._meta  # the first file's types (the others agree: checked)
-
-        def fill(part: Any) -> Any:
-            out = part.copy()
-            for c in cols:
-                if c not in out.columns:
-                    out[c] = pd.Series(pd.array([None] * len(out), dtype=meta[c].dtype), index=out.index)
-            return out[cols]
-
-        frames = []
-        for f, names in schemas:
-            have = [c for c in cols if c in names]
-            frame = read(f, have)
-            frames.append(frame if len(have) == len(cols) else frame.map_partitions(fill, meta=meta))
-        return dd.concat(frames)
+        load = functools.partial(_parquet_file_frame, fs=fs, roles=roles, target=target)
+        meta = _parquet_file_frame(None, fs=fs, roles=roles, target=target, schemas=[s for _, s in files])
+        # an object column stays one: dask's string conversion would make
+        # the ids 1 and '1' one unit, and each file's times text
+        with dask.config.set({"dataframe.convert-string": False}):
+            return dd.from_map(load, list(files), meta=meta, enforce_metadata=False)
 
     def check_files(
         self, X: Any, d: int, unit: str | None = None, time: str | None = None
     ) -> list[str] | None:
         """Refuse, from their schemas alone (no record read), Parquet files
         that :meth:`count` or :meth:`unit_pairs` would refuse when reading:
-        columns that are missing, of a type a coordinate, unit or time
-        cannot have, or declared with different types in different files;
+        columns that no file declares, or a unit column no file declares
+        with a type a unit can have (or ``null``);
         and CSV files whose plan the count would refuse (:meth:`_csv_blocks`:
         the options, the first file's declared header line, which a gzip
         file cut part-way may not hold whole). Called when the points are
@@ -1644,13 +1748,10 @@ class DaskBackend:
         frame = self._read_parquet(paths, d, unit, time)
         return [str(c) for c in list(frame.columns)[:d]]  # the coordinates come first
 
-    def _check_parquet_types(self, paths, columns) -> list[tuple[str, list[str]]]:
-        """Refuse files that declare a read column with different types, from
-        their schemas (public), as the in-memory reader does
-        (:func:`dpdbscan.files.reader.check_schemas_agree`): dask would cast
-        every file to one type, and whether that cast succeeds depends on the
-        values. Returns each file (when there are two or more) with its
-        columns' names."""
+    def _parquet_files(self, paths) -> tuple[Any, list[tuple[str, Any]]]:
+        """The file system of ``paths`` and each Parquet file of them (when
+        there are two or more) with its schema (public metadata), in the
+        order dask reads them; none for one file."""
         import fsspec  # type: ignore[import-untyped]
         import pyarrow.parquet as pq
 
@@ -1664,19 +1765,13 @@ class DaskBackend:
             else:
                 files.append(p)
         if len(files) < 2:
-            return []
+            return fs, []
 
         def schema_of(f):
             with fs.open(f, "rb") as handle:
                 return pq.read_schema(handle)
 
-        schemas = [(f, schema_of(f)) for f in files]
-        first = schemas[0][1]
-        check_schemas_agree(
-            first, ((f.rsplit("/", 1)[-1], s) for f, s in schemas[1:]), columns, where=str(paths[0])
-        )
-        # each file with its columns' names, for a file that lacks one (public: its schema)
-        return [(fs.unstrip_protocol(f), list(s.names)) for f, s in schemas]
+        return fs, [(f, schema_of(f)) for f in files]
 
     def _parquet_schema(self, paths):
         import dask.dataframe as dd
@@ -1803,6 +1898,7 @@ class DaskBackend:
                 if self.read.header is False and self.read.fields is None and self.read.columns is None:
                     return None  # as many as the bounds say (d fields a line)
                 return len(self._csv_plan(paths, None, unit)[1].usecols)
+            refuse_unnamed_columns(_names_a_dataset(paths), self.read.columns)  # public: the paths
             schema = self._parquet_schema(paths)
             return len(
                 coordinate_columns(
