@@ -293,3 +293,26 @@ def test_stops_across_a_clock_change_read_the_local_clock_as_documented(tmp_path
     assert stopped() == ["a"]
     # as the local clock: a's 30 minutes are 30; b's second-pass 01:30 reads as the first, so 100
     assert stopped("--tz", LA) == ["b"]
+
+
+def test_dask_reads_a_parquet_date_column_with_one_date_beyond_the_years(tmp_path, capsys, on_client):
+    """Neighbouring inputs (round 17): D, a Parquet file whose time column is
+    a date32 (each fix's Beijing day); D', D and one more cab's row dated
+    date32's largest day. A Dask worker's pandas column of Arrow dates made
+    each a Python date, and that one raised OverflowError: D released, D'
+    failed the fit with a traceback. Now the date is no day of the horizon,
+    and D' releases D's series, as memory does."""
+    xy, cab, clock = beijing_traces()
+
+    def write(path, extra):
+        days = [(c.date() - dt.date(1970, 1, 1)).days for c in clock] + extra
+        x, y = [*xy[:, 0], *[2.0] * len(extra)], [*xy[:, 1], *[2.0] * len(extra)]
+        cabs = [*cab.astype(np.int64), *[10_000] * len(extra)]
+        pq.write_table(pa.table({"x": x, "y": y, "cab": cabs, "time": pa.array(days, pa.date32())}), path)
+        return path
+
+    d, d2 = write(tmp_path / "d.parquet", []), write(tmp_path / "d2.parquet", [2**31 - 1])
+    on_dask, _ = release_of(capsys, tmp_path, d, "dask", "--backend", "dask")
+    grown, _ = release_of(capsys, tmp_path, d2, "dask2", "--backend", "dask")
+    assert_same_series(grown, on_dask)
+    assert_same_series(grown, release_of(capsys, tmp_path, d2, "memory")[0])

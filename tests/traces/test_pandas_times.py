@@ -142,3 +142,71 @@ def test_a_pyarrow_column_of_booleans_is_read_with_or_without_a_null(kind):
         assert np.array_equal(got[:50, 0], [1.0, 0.0] * 25)
         est = DPDBSCAN(eps=0.1, min_samples=3, bounds=(0, 1), random_state=3).fit(X)
         assert est.n_features_in_ == 1
+
+
+#: pandas columns of Arrow dates and zoned timestamps (``pd.read_parquet(...,
+#: dtype_backend="pyarrow")``, a Dask worker's Parquet date column), each with
+#: the value added in D' (round 17): numpy made each value a Python date or
+#: Timestamp, and one beyond their years raised for the whole column.
+ARROW_TYPED = {
+    "date32, its largest day": (pa.date32(), [18_000 + i for i in range(4)], 2**31 - 1),
+    "date32, its smallest day": (pa.date32(), [18_000 + i for i in range(4)], -(2**31)),
+    "date64, its largest": (pa.date64(), [(18_000 + i) * 86_400_000 for i in range(4)], 2**63 - 1),
+    "dictionary of date32, a missing one": (
+        pa.dictionary(pa.int32(), pa.date32()),
+        [18_000 + i for i in range(4)],
+        None,
+    ),
+    "timestamp[s, tz], 2**62": (pa.timestamp("s", tz="Etc/GMT+12"), [T0 + 60 * i for i in range(4)], 2**62),
+    "timestamp[us, tz], its largest": (
+        pa.timestamp("us", tz="Australia/Lord_Howe"),
+        [(T0 + 60 * i) * 1_000_000 + 250_000 for i in range(4)],
+        2**63 - 1,
+    ),
+}
+
+
+def _arrow_typed(arrow_type, values):
+    if pa.types.is_dictionary(arrow_type):
+        array = pa.array(values, arrow_type.value_type).dictionary_encode()
+    else:
+        array = pa.array(values, arrow_type)
+    return pd.Series(pd.array(array, dtype=pd.ArrowDtype(arrow_type)))
+
+
+@pytest.mark.parametrize("name", list(ARROW_TYPED))
+def test_arrow_dates_and_zoned_timestamps_in_pandas_read_each_value_alone(name):
+    """D: four values; D': one more, beyond Python's years (or a missing
+    one in a dictionary of dates). Nothing raises, and the four read as in
+    D, as the command line's in-memory reader reads the same Arrow column."""
+    from dpdbscan.traces.times import parse_formatted
+
+    arrow_type, values, odd = ARROW_TYPED[name]
+    d, d2 = _arrow_typed(arrow_type, values), _arrow_typed(arrow_type, [*values, odd])
+    plain = pa.array(values, arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type)
+    for tz in (None, "Pacific/Apia"):
+        for read in (
+            lambda v, tz=tz: parse_times(v, tz=tz),
+            lambda v, tz=tz: parse_times(v, unit="ms", tz=tz),  # typed times say their own unit
+            lambda v, tz=tz: parse_formatted(v, "%Y-%m-%d", tz=tz),  # and their own layout
+        ):
+            got, got2 = read(d), read(d2)
+            assert np.array_equal(got2[:4], got) and np.isfinite(got).all()
+            assert np.array_equal(got, parse_times(plain, tz=tz))
+    # a status column of them: no status, with or without the added value
+    assert np.isnan(parse_status(d2)).all()
+
+
+def test_the_estimator_releases_stops_of_arrow_dates_with_or_without_one_beyond_the_years():
+    """Neighbouring inputs: D, and D plus one more unit's row whose date is
+    date32's largest day (5.9 million years on). It raised OverflowError in
+    every fit; now that unit has no stop, and D' releases D's release."""
+    X, units, times = _traces()
+    days = [int(t) // 60 for t in times]  # each fix's minute as a day: a stop of ten days
+    X2, units2, days2 = np.vstack([X, [[0.3, 0.3]]]), np.append(units, "q"), [*days, 2**31 - 1]
+    fits = []
+    for x, u, t in ((X, units, days), (X2, units2, days2)):
+        est = DPDBSCAN(**PARAMS, events=Stops(0.01, "5d"), random_state=3)
+        fits.append(est.fit(x, units=u, times=_arrow_typed(pa.date32(), t)))
+    assert fits[0].spans_.histogram.values.sum() > 0
+    assert np.array_equal(fits[1].spans_.histogram.values, fits[0].spans_.histogram.values)

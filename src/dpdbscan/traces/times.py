@@ -150,6 +150,9 @@ def parse_times(
         return parse_times(values, tz=tz) if _typed_times(values) else _scaled(values, per, tz)
     if type(values).__module__.split(".")[0] == "pyarrow":
         return _parse_arrow(values, tz)
+    typed = arrow_typed(values)
+    if typed is not None:
+        return _parse_arrow(typed, tz)
     masked = _masked_numbers(values)
     if masked is not None:
         return masked
@@ -288,6 +291,29 @@ def _datetime64_seconds(arr: np.ndarray) -> np.ndarray:
     return out
 
 
+def arrow_typed(values: Any) -> Any:
+    """A pandas Series, Index or array of Arrow dates or zoned timestamps
+    (``date32[day][pyarrow]``, ``timestamp[s, tz=...][pyarrow]``, or a
+    dictionary of them: ``pd.read_parquet(..., dtype_backend="pyarrow")``,
+    a Dask worker's Parquet date column) as its Arrow array, for
+    :func:`_parse_arrow` to read each value's own integer; None for any
+    other input. numpy made each value a Python ``date`` or a Timestamp,
+    and one beyond their years (a date32's 2**31 - 1 days, a timestamp[s]
+    of 2**62) raised for the whole column, as did a dictionary of dates with
+    a missing value (docs/privacy.md section 8, round 17)."""
+    if type(values).__module__.split(".")[0] != "pandas":
+        return None
+    arrow_type = getattr(getattr(values, "dtype", None), "pyarrow_dtype", None)
+    if arrow_type is None:
+        return None
+    import pyarrow as pa
+
+    t = arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type
+    if pa.types.is_date(t) or (pa.types.is_timestamp(t) and t.tz is not None):
+        return pa.array(values)
+    return None
+
+
 def _masked_numbers(values: Any) -> np.ndarray | None:
     """A pandas Series or array of nullable integers or floats (``Int64``,
     ``Float64``: how the Dask backend reads a Parquet file's integer
@@ -407,6 +433,8 @@ def _typed_times(values: Any) -> bool:
 
         t = values.type.value_type if pa.types.is_dictionary(values.type) else values.type
         return bool(pa.types.is_timestamp(t) or pa.types.is_date(t))
+    if arrow_typed(values) is not None:  # a pandas column of Arrow dates or zoned timestamps
+        return True
     dtype = getattr(values, "dtype", None)
     # a pandas extension dtype (nullable integers) is no numpy dtype: its kind says
     return str(dtype).startswith("datetime64") or getattr(dtype, "kind", "") == "M"

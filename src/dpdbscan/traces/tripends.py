@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .order import trace_steps
-from .times import as_column, combined, in_parts, parse_times, read_objects
+from .times import arrow_typed, as_column, combined, in_parts, parse_times, read_objects
 
 #: The events a status column gives.
 ENDS = ("pickup", "dropoff", "both")
@@ -38,6 +38,9 @@ def parse_status(values: Any, codes: tuple[str, str] | None = None) -> np.ndarra
     parts = in_parts(values)
     if parts is not None:  # each value is read alone: part by part, the same values
         return np.concatenate([parse_status(part, codes) for part in parts])
+    typed = arrow_typed(values)
+    if typed is not None:  # pandas' Arrow dates as Arrow reads them (numpy failed on one value)
+        values = typed
     if codes is not None:
         return _coded_status(values, codes)
     plain = _plain_digits(values)
