@@ -877,7 +877,16 @@ def _open_parquet(
     idx, unit = schema_columns(
         schema.names, numeric, options.columns, options.unit, choose, types=types, where=str(path)
     )
-    if unit is not None and not pf.declares(schema.names[unit], UNIT):
+    if (
+        unit is not None
+        and not pf.declares(schema.names[unit], UNIT)
+        and not pa.types.is_null(schema[unit].type)
+    ):
+        # a unit column of the null type (how pandas and pyarrow write one
+        # that is all missing) reads as no unit, its rows dropped, as in a
+        # dataset's file: with one more row that has an id it would be typed
+        # and read, so refusing it let one unit decide whether anything was
+        # released
         raise ValueError(
             f"{path}: the --unit column {schema.names[unit]!r} has type {schema[unit].type}; "
             "a unit must be integers, floats or text"
