@@ -720,3 +720,37 @@ def test_one_more_file_without_a_read_column_is_read_as_memory_reads_it(
     assert backend.input_counts.rows == len(X) + 1
     # and as the numpy backend counts the points without that row
     assert_same_counts(got, count_units(grid, X, units, BOUND, key))
+
+
+def test_integer_and_text_ids_of_files_never_become_one_unit(client, grid, key, tmp_path):
+    """File A's ids are the integers 0-49, file B's the text '0'-'49': 100
+    units (text and numbers never share one). Each unit's rows lie in 8
+    cells, and each keeps its k = 5 busiest. dask before 2024.12 (the oldest
+    dask the project admits) turned the backend's object column of ids to
+    text when it planned the reads, so 20 and '20' were one unit keeping 5
+    cells for both; the counts were half the in-memory ones."""
+    rng = np.random.default_rng(70090)
+    n_units, cells = 50, 8
+    centres = rng.uniform(1, 9, (2, n_units, cells, 2))
+    rows = []
+    for f in range(2):
+        for u in range(n_units):
+            for c in range(cells):
+                rows.append((*centres[f, u, c], u if f == 0 else str(u)))
+    folder = tmp_path / "ab"
+    folder.mkdir()
+    half = n_units * cells
+    for f, part in enumerate((rows[:half], rows[half:])):
+        x, y, ids = zip(*part, strict=True)
+        pd.DataFrame({"x": x, "y": y, "unit": list(ids)}).to_parquet(
+            folder / f"part-{f}.parquet", index=False
+        )
+    X = np.array([(r[0], r[1]) for r in rows])
+    units = [r[2] for r in rows]
+    bound = UnitBound(max_cells_per_unit=5, max_points_per_cell=1, cell_choice="busiest")
+    want = count_units(grid, X, units, bound, key)
+    got = DaskBackend(client=client, columns=["x", "y"]).count_units(
+        grid, folder.as_posix(), "unit", bound, key
+    )
+    assert want[1].sum() == 2 * n_units * 5  # 100 units of 5 cells each (distinct cells, m = 1)
+    assert_same_counts(got, want)

@@ -1534,7 +1534,13 @@ class DaskBackend:
             if window is not None:
                 _check_time_column(X.columns, cols, window[0])
                 wanted.append(window[0])
-            frames = X[wanted].to_delayed()
+            # files read each by its own schema may give an object column of
+            # ids of several types (read id by id): dask before 2024.12 turned
+            # it to text when planning the reads, so the integer 20 and the
+            # text '20' were one unit; the backend's own frame keeps its objects
+            own = paths is not None and X.dtypes[unit] == np.dtype(object)
+            with dask.config.set({"dataframe.convert-string": False}) if own else contextlib.nullcontext():
+                frames = X[wanted].to_delayed()
             if table is None:
                 part = dask.delayed(_frame_pairs, nout=2)
                 return kind, [part(grid, p, cols, unit, kind, window) for p in frames]
