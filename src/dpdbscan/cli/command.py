@@ -276,7 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("points", help="points to label (lon/lat for a --geo model)")
     p.add_argument("-o", "--output", default="-", help="labels CSV (default: standard output)")
     p.add_argument("--with-points", action="store_true", help="write the point columns before the label")
-    add_input_options(p)
+    add_input_options(p, model=True)
 
     p = add("sweep", "spans for several eps and MinPts from one release, at no extra budget", cmd_sweep)
     p.add_argument("input", nargs="?", help="data file to fit once (or use --model)")
@@ -315,9 +315,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="PNG path (default: MODEL.KIND.png; MODEL.PRIVATE-KIND.png for a picture of --points)",
     )
     p.add_argument("--dpi", type=int, default=120, help="resolution of the PNG (default 120)")
-    p.add_argument("--max-points", type=int, default=200_000, help="subsample big point files for drawing")
+    p.add_argument(
+        "--max-points",
+        type=int,
+        default=200_000,
+        help="subsample big point files for drawing: at most this many points (default 200,000)",
+    )
     add_picture_options(p)
-    add_input_options(p)
+    add_input_options(p, model=True)
 
     p = add("info", "print a model's parameters and guarantees", cmd_info)
     p.add_argument("model", help="span model JSON")

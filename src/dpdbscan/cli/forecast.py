@@ -95,29 +95,42 @@ def add_arguments(p: ArgTarget) -> None:
         type=number_or_text,
         help="grid parameter in (0, 4] or 'auto' (default: 4, or 8 where the 7-D/8-D coarse release acts)",
     )
-    add_table_option(p, "beta", type=float)
+    add_table_option(p, "beta", type=float, help="failure probability of the guarantee (default 0.1)")
     add_table_option(
         p,
         "delta",
         type=float,
-        help="the delta of an (epsilon, delta) release: needed by Gaussian noise (person-level)",
+        help="the delta of an (epsilon, delta) release: needed by Gaussian noise (person-level) (default 0)",
     )
-    add_table_option(p, "histogram")
+    add_table_option(
+        p,
+        "histogram",
+        help="auto (default), dense, sparse or stability, as for fit (see 'dpdbscan fit --help')",
+    )
     add_table_option(
         p,
         "noise",
         help="auto (discrete Laplace; Gaussian with --max-cells-per-unit), discrete, laplace or gaussian",
     )
-    p.add_argument("--theta", type=float)
-    add_table_option(p, "subcells")
-    add_table_option(p, "core")
-    add_table_option(p, "margin")
-    add_table_option(p, "border")
+    p.add_argument(
+        "--theta", type=float, help="threshold of the sparse histogram (default: chosen from public inputs)"
+    )
+    add_table_option(
+        p, "subcells", help="sub-cells per cell and dimension ('auto', the default: 2 for d <= 3, else 1)"
+    )
+    add_table_option(p, "core", help="core test: density (default) or bound, as for fit")
+    add_table_option(
+        p,
+        "margin",
+        help="density test: c of the margin c sigma ('auto' = 1); bound test: Gamma by 'chernoff' ('auto') "
+        "or 'paper'",
+    )
+    add_table_option(p, "border", help="predict's border distance ('auto', the default), as for fit")
     add_table_option(
         p,
         "max_cells",
         type=int,
-        help="automatic mode: public cap on the cells of its release",
+        help="automatic mode: public cap on the cells of its release (default 2^20)",
     )
     add_unit_options(p, column=False)
     u = p.add_argument_group(

@@ -27,16 +27,20 @@ def add_table_option(g: ArgTarget, name: str, **kw: Any) -> None:
     g.add_argument(flag, default=DEFAULTS[name], **kw)
 
 
-def add_input_options(p: ArgTarget, *, dask: bool = False) -> None:
-    """How to read a points file: fit, sweep, predict, plot and check."""
+def add_input_options(p: ArgTarget, *, dask: bool = False, model: bool = False) -> None:
+    """How to read a points file: fit, sweep, predict, plot and check
+    (``model``: predict and plot, whose points take a saved model's
+    coordinates, not --bounds or --geo)."""
     g = p.add_argument_group("reading points")
     g.add_argument(
         "--columns",
         nargs="+",
         metavar="COL",
         help="columns to use, by name or 0-based index (default: every column except "
-        "'label' and unnamed index columns; with --geo, columns named lon/lat if "
-        "present" + ("; with --backend dask, names only)" if dask else ")"),
+        "'label' and unnamed index columns; "
+        + ("with a --geo model" if model else "with --geo")
+        + ", columns named lon/lat if present"
+        + ("; with --backend dask, names only)" if dask else ")"),
     )
     g.add_argument(
         "--delimiter",
@@ -59,7 +63,8 @@ def add_input_options(p: ArgTarget, *, dask: bool = False) -> None:
         type=int,
         metavar="N",
         help="fields on each line of a CSV without a header (default: the number of coordinates "
-        "the bounds give); lines with another number are dropped",
+        + ("of the model" if model else "the bounds give")
+        + "); lines with another number are dropped",
     )
     g.add_argument(
         "--format",

@@ -24,8 +24,8 @@ released minus true value, is the noise Z when the cell is released and -x
 (x the true count) when it is not: it is at least Z - theta but at most
 max(Z, 0), and a sum of kappa copies of max(Z, 0) has a positive mean and a
 heavier upper tail than the two-sided bound covers. :func:`margins` bounds the
-two sides separately (docs/accuracy.md, "The two margins"); ``Gamma`` alone
-(:func:`gamma`) is the lower margin.
+two sides separately (docs/accuracy.md §3.5, "Two margins for the sparse and
+stability histograms"); ``Gamma`` alone (:func:`gamma`) is the lower margin.
 """
 
 from __future__ import annotations
