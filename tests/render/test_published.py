@@ -344,6 +344,11 @@ def test_a_python_fit_with_a_named_unit_column_says_its_name_where_published():
         assert "10 units" in summary(model)
     # the name is a record of the release, not part of it: the same spans
     assert np.array_equal(named.predict(X), unnamed[0].predict(X))
+    # refused before anything is read: a name without units, a name that is no text
+    with pytest.raises(ValueError, match="unit_name names the units= column"):
+        DPDBSCAN(0.05, bounds=(0.0, 1.0), **kw).fit(X, unit_name="taxi")
+    with pytest.raises(TypeError, match="unit_name must be a non-empty str"):
+        DPDBSCAN(0.05, bounds=(0.0, 1.0), **kw).fit(X, units=ids, unit_name=7)
 
 
 #: First lines of a file without a header, each a record (a person's id and a point).
