@@ -376,6 +376,7 @@ class DPDBSCAN(EstimatorBase):
         units: ArrayLike | str | None = None,
         times: ArrayLike | None = None,
         status: ArrayLike | None = None,
+        unit_name: str | None = None,
     ) -> Self:
         """Release DP spans of ``X``. Returns self.
 
@@ -406,8 +407,17 @@ class DPDBSCAN(EstimatorBase):
             two codes of ``TripEnds(values=(free, carrying))``; any other
             value drops the row. Numbers of ``times`` are unix seconds:
             divide milliseconds by 1000 (or give timestamps).
+        unit_name : str, default=None
+            The name of the unit column, as ``dpdbscan fit --unit taxi``
+            gives it: the model records it (``metadata["unit_column"]``;
+            the summary, the GeoJSON, the picture's title and the map's
+            legend say "each unit (column taxi)"), and a warning names one
+            unit by it. Only a name you give is recorded (and a Dask
+            column's name, ``units="taxi"``): never a pandas Series' name,
+            which may be text of the data (``pd.read_csv`` of a file without
+            a header names its columns by the first record).
         """
-        return self._fit(X, {}, units, times, status)
+        return self._fit(X, {}, units, times, status, unit_name=unit_name)
 
     def _fit(
         self,
@@ -417,11 +427,14 @@ class DPDBSCAN(EstimatorBase):
         times: Any = None,
         status: Any = None,
         command: str = "DPDBSCAN.fit",
+        unit_name: str | None = None,
     ) -> Self:
         """:meth:`fit`, with public ``metadata`` for the model (fit_lonlat's
         projection): the model is made once, with everything it records.
-        ``command``: what the ledger records as the caller."""
-        p = self._validated(stacklevel=4, unit_name=_unit_name(units))  # fit -> _fit -> here
+        ``command``: what the ledger records as the caller; ``unit_name``:
+        the unit column's name as the caller gave it."""
+        name = _unit_name(units, unit_name)
+        p = self._validated(stacklevel=4, unit_name=name)  # fit -> _fit -> here
         if p["ledger"] is not None and self.bounds is None:
             raise ValueError(
                 "a ledger charges differentially private releases, and bounds taken from the data "
@@ -453,7 +466,7 @@ class DPDBSCAN(EstimatorBase):
             pts,
             p,
             backend,
-            {**metadata, **pts.meta, **_outside_record(p), **_unit_record(units)},
+            {**metadata, **pts.meta, **_outside_record(p), **_unit_record(name)},
             names,
             stacklevel=4,
             command=command,
@@ -630,14 +643,16 @@ class DPDBSCAN(EstimatorBase):
             )
         return self.spans_.predict(X)
 
-    def fit_predict(self, X: ArrayLike, y: object = None, *, units: ArrayLike | None = None) -> np.ndarray:
-        """Fit (with ``units`` as in :meth:`fit`), then label ``X`` with the
-        released spans.
+    def fit_predict(
+        self, X: ArrayLike, y: object = None, *, units: ArrayLike | None = None, unit_name: str | None = None
+    ) -> np.ndarray:
+        """Fit (with ``units`` and ``unit_name`` as in :meth:`fit`), then
+        label ``X`` with the released spans.
 
         These labels are post-processing of the release applied to the user's
         own data; publishing them is not covered by the DP guarantee.
         """
-        return self.fit(X, units=units).predict(X)
+        return self.fit(X, units=units, unit_name=unit_name).predict(X)
 
 
 def fit_lonlat(
@@ -651,6 +666,7 @@ def fit_lonlat(
     units: ArrayLike | None = None,
     times: ArrayLike | None = None,
     status: ArrayLike | None = None,
+    unit_name: str | None = None,
     **kwargs: Any,
 ) -> SpanModel:
     """Release DP spans of longitude/latitude points, the Python side of
@@ -677,6 +693,9 @@ def fit_lonlat(
     units : array-like of shape (n,), optional
         The privacy unit of each row, as for :meth:`DPDBSCAN.fit` (with
         ``max_cells_per_unit`` among the keyword arguments).
+    unit_name : str, optional
+        The unit column's name, recorded as :meth:`DPDBSCAN.fit` records it
+        (``--unit`` of the command line); a pandas Series' name is not.
     times, status : array-like of shape (n,), optional
         With ``events=Stops("100m", "5min")`` or ``events=TripEnds(...)``
         among the keyword arguments: as for :meth:`DPDBSCAN.fit`. The stop
@@ -697,7 +716,8 @@ def fit_lonlat(
         )
     km = read_length(eps, geo=True, auto=True)
     est = DPDBSCAN(km, min_samples=min_samples, epsilon=epsilon, **kwargs)
-    p = est._validated()
+    name = _unit_name(units, unit_name)
+    p = est._validated(unit_name=name)
     _check_events(p, units, times, status, geo=True)
     refuse_lazy_text_reads(lonlat, units, times, status)
     names = _feature_names(lonlat)
@@ -723,7 +743,7 @@ def fit_lonlat(
         "bounds_source": "public (fit_lonlat bounds)",
         "eps_text": str(eps),
         **_outside_record(p),
-        **_unit_record(units),
+        **_unit_record(name),
     }
     est.bounds = (pts.lower, pts.upper)  # the box the model records, in km
     return est._release(
@@ -935,23 +955,30 @@ def _check_feature_names(fitted: np.ndarray | None, given: np.ndarray | None) ->
     raise ValueError("The feature names should match those that were passed during fit.\n" + detail)
 
 
-def _unit_record(units: Any) -> dict[str, str]:
-    """The model's record of the unit column's name, as the command line's
-    ``--unit`` gives it (``metadata["unit_column"]``: the summary, the
-    picture's title, the map's legend and the GeoJSON say "each taxi
-    (column taxi)"), when the units carry a name (a pandas Series' name, a
-    dask column's); public like a file's header, never a value."""
-    name = _unit_name(units)
-    return {} if units is None or name is None else {"unit_column": name}
+def _unit_record(name: str | None) -> dict[str, str]:
+    """The model's record of the unit column's name (:func:`_unit_name`),
+    as the command line's ``--unit`` gives it (``metadata["unit_column"]``:
+    the summary, the picture's title, the map's legend and the GeoJSON say
+    "each taxi (column taxi)"); nothing without one."""
+    return {} if name is None else {"unit_column": name}
 
 
-def _unit_name(units: Any) -> str | None:
-    """The public name of the unit column, when the units carry one: a
-    column name (the Dask backend) or a pandas Series' name; never a value."""
-    if isinstance(units, str):
-        return units
-    name = getattr(units, "name", None) if type(units).__module__.split(".")[0] == "pandas" else None
-    return name if isinstance(name, str) and name else None
+def _unit_name(units: Any, unit_name: str | None = None) -> str | None:
+    """The unit column's name as the caller typed it: ``unit_name``, or the
+    Dask backend's column name (``units="taxi"``); None without units.
+    Never a name the units carry (a pandas Series' name): ``pd.read_csv``
+    of a file without a header names its columns by the file's first
+    record, so such a name may be text of the data, which no release or
+    message may quote (docs/privacy.md section 8, round 18). The command
+    line records only ``--unit`` too."""
+    if unit_name is not None:
+        if not isinstance(unit_name, str) or not unit_name:
+            got = repr(unit_name) if isinstance(unit_name, str) else type(unit_name).__name__
+            raise TypeError(f"unit_name must be a non-empty str (the unit column's name), got {got}")
+        if units is None:
+            raise ValueError("unit_name names the units= column: give units= too (or leave unit_name out)")
+        return unit_name
+    return units if isinstance(units, str) and units else None
 
 
 def _not_fitted() -> Exception:

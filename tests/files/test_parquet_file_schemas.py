@@ -372,3 +372,56 @@ def test_a_folder_read_without_its_columns_named_is_refused_from_the_options(
         assert rc == 0, err
     else:
         assert DaskBackend(client=None).n_features(str(single), unit="cab") == 2
+
+
+def _dates(days):
+    return pa.array(np.asarray(days, dtype=np.int32)).cast(pa.date32())
+
+
+@pytest.mark.parametrize("odd", ["dates", "ids as double"])
+def test_a_date_past_the_years_in_a_file_read_alone_drops_its_row_on_dask(capsys, tmp_path, scheduler, odd):
+    """Where the files' schemas differ, the Dask backend reads each file
+    alone (``_files_alone``), and it made a date column's values Python
+    ``date`` objects: one date past year 9999 (a ``date32`` holds 2**31 - 1
+    days) failed the whole read, after the plan was made ("year 5881580 is
+    out of range", exit status 2), where the in-memory reader (and dask
+    reading files of one schema together) drops that row alone. Two
+    neighbours, each refused before on dask where D was released: (1) D of
+    times in seconds, D' = D + one unit's file of dates, one past the
+    years, the others before the horizon; (2) D of date files, one date
+    past the years (released: the files share one schema), D' = D + one
+    unit's file declaring its ids as floats, so that every file is read
+    alone. Round 18; both fail on the code before. Now each D' gives the
+    release it must: D's in (1), that of D plus the same rows written with
+    D's types in (2)."""
+    dask = ["--backend", "dask", "--scheduler", scheduler]
+    if odd == "dates":
+        d = write_d(tmp_path / "d")
+        table = one_unit(t=lambda n: _dates([2**31 - 1] + [0] * (n - 1)))
+        want = release(capsys, tmp_path, d, *PER_DAY, *dask)
+    else:
+        lon, lat, cab, t, s = _rows()
+        days = (t // 86400).astype(np.int32)
+        days[0] = 2**31 - 1  # year 5881580: no Python date
+        d = tmp_path / "d"
+        d.mkdir()
+        for k in range(4):
+            m = cab % 4 == k
+            pq.write_table(
+                pa.table({"lon": lon[m], "lat": lat[m], "cab": cab[m], "t": _dates(days[m]), "s": s[m]}),
+                d / f"part-{k}.parquet",
+            )
+        table = one_unit(cab=pa.array([1e6] * 12), t=lambda n: _dates([0] * n))
+        ref = tmp_path / "ref"
+        ref.mkdir()
+        for f in d.iterdir():
+            (ref / f.name).write_bytes(f.read_bytes())
+        pq.write_table(one_unit(t=lambda n: _dates([0] * n)), ref / "part-9.parquet")
+        want = release(capsys, tmp_path, ref, *PER_DAY, *dask)
+    assert want[0] == 0, want[1]
+    d1 = tmp_path / "d1"
+    d1.mkdir()
+    for f in d.iterdir():
+        (d1 / f.name).write_bytes(f.read_bytes())
+    pq.write_table(table, d1 / "part-9.parquet")
+    assert release(capsys, tmp_path, d1, *PER_DAY, *dask) == want

@@ -181,8 +181,11 @@ def test_weak_epsilon_names_what_is_protected():
     assert "adding or removing one row" in _weak_words()
     person = {"max_cells_per_unit": 2, "max_points_per_cell": 1}
     cabs = pd.Series(np.arange(len(X)) % 7, name="cab")
-    said = _weak_words(params=person, units=cabs)
+    said = _weak_words(params=person, units=cabs, unit_name="cab")
     assert "one unit (one cab" in said and "one row" not in said
+    # a Series' own name may be text of the data (round 18): never said
+    said = _weak_words(params=person, units=cabs)
+    assert "one unit (one person, device or account" in said and "cab" not in said
     said = _weak_words(params=person, units=list(range(len(X))))
     assert "one unit (" in said and "one row" not in said
 

@@ -302,12 +302,12 @@ def test_names_with_dollar_signs_are_drawn_as_they_are(tmp_path, names):
 
 
 def test_a_python_fit_with_a_named_unit_column_says_its_name_where_published():
-    """``units=df["taxi"]`` (a pandas Series with a name, the Python side of
-    ``--unit taxi``) puts the column's name where the command line puts it:
-    the model's ``unit_column``, the GeoJSON's properties, the summary's
-    "each unit (column taxi)" and "taxis"; it said "each unit" and "units"
-    beside the command line's "cabs" for the same release. Ids without a
-    name (a numpy array, a list, an unnamed Series) record none."""
+    """``unit_name="taxi"`` (the Python side of ``--unit taxi``) puts the
+    column's name where the command line puts it: the model's
+    ``unit_column``, the GeoJSON's properties, the summary's "each unit
+    (column taxi)" and "taxis". Without it none is recorded, whatever the
+    units carry (a numpy array, a list, a Series with or without a name:
+    :func:`test_a_units_series_name_read_from_a_file_is_never_published`)."""
     import warnings
 
     import pandas as pd
@@ -320,17 +320,18 @@ def test_a_python_fit_with_a_named_unit_column_says_its_name_where_published():
     kw = dict(min_samples=10, max_cells_per_unit=4, delta=1e-6, random_state=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # random_state: research randomness
-        named = DPDBSCAN(0.05, bounds=(0.0, 1.0), **kw).fit(X, units=pd.Series(ids, name="taxi")).spans_
+        named = DPDBSCAN(0.05, bounds=(0.0, 1.0), **kw).fit(X, units=ids, unit_name="taxi").spans_
         lonlat = fit_lonlat(
             np.array([-122.4, 37.7]) + 0.01 * X,
             eps="200m",
             bounds=(-122.4, 37.7, -122.39, 37.71),
-            units=pd.Series(ids, name="taxi"),
+            units=pd.Series(ids, name="cab"),
+            unit_name="taxi",
             **kw,
         )
         unnamed = [
             DPDBSCAN(0.05, bounds=(0.0, 1.0), **kw).fit(X, units=u).spans_
-            for u in (ids, list(ids), pd.Series(ids))
+            for u in (ids, list(ids), pd.Series(ids), pd.Series(ids, name="taxi"))
         ]
     for model in (named, lonlat):
         assert model.metadata["unit_column"] == "taxi"
@@ -343,3 +344,70 @@ def test_a_python_fit_with_a_named_unit_column_says_its_name_where_published():
         assert "10 units" in summary(model)
     # the name is a record of the release, not part of it: the same spans
     assert np.array_equal(named.predict(X), unnamed[0].predict(X))
+    # refused before anything is read: a name without units, a name that is no text
+    with pytest.raises(ValueError, match="unit_name names the units= column"):
+        DPDBSCAN(0.05, bounds=(0.0, 1.0), **kw).fit(X, unit_name="taxi")
+    with pytest.raises(TypeError, match="unit_name must be a non-empty str"):
+        DPDBSCAN(0.05, bounds=(0.0, 1.0), **kw).fit(X, units=ids, unit_name=7)
+
+
+#: First lines of a file without a header, each a record (a person's id and a point).
+FIRST_LINES = [
+    "bob@example.com,0.31,0.32",
+    "+1 555 0100,0.5,0.5",
+    "4417-1234-5678-9113,0.3,0.3",
+    "SSN 078-05-1120,0.2,0.7",
+]
+
+
+@pytest.mark.parametrize("first", FIRST_LINES)
+def test_a_units_series_name_read_from_a_file_is_never_published(tmp_path, first):
+    """``pd.read_csv`` of a file without a header (pandas' default,
+    ``header="infer"``) names each column by the file's first record, so
+    ``units=df.iloc[:, 0]`` carries a person's id as its name. The estimator
+    recorded a Series' name as ``metadata.unit_column``: the model file,
+    its GeoJSON and its summary quoted the record, and the weak-epsilon
+    warning named "one bob@example.com". Round 18: only a name typed by the
+    caller (``unit_name=``, a Dask column's name) is recorded, as the
+    command line records only ``--unit``: D and D' = D plus that first line
+    publish the same words. Fails on the code before (the record in the
+    model and the warning)."""
+    import io
+    import warnings
+
+    import pandas as pd
+
+    from dpdbscan import DPDBSCAN, fit_lonlat, summary
+    from dpdbscan.exceptions import WeakPrivacyWarning
+    from dpdbscan.model import save_model
+
+    rng = np.random.default_rng(70_018)
+    lines = [f"p{i % 150},{x:.4f},{y:.4f}" for i, (x, y) in enumerate(rng.normal(0.3, 0.02, (1500, 2)))]
+    record = first.split(",")[0]
+    published = []
+    for text in ("\n".join(lines), "\n".join([first, *lines])):
+        df = pd.read_csv(io.StringIO(text))
+        est = DPDBSCAN(0.05, bounds=(0.0, 1.0), epsilon=20, delta=1e-6, max_cells_per_unit=3, random_state=5)
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            model = est.fit(df.iloc[:, 1:].to_numpy(), units=df.iloc[:, 0]).spans_
+            lonlat = fit_lonlat(
+                np.array([-122.4, 37.7]) + 0.01 * df.iloc[:, 1:].to_numpy(),
+                eps="200m",
+                bounds=(-122.4, 37.7, -122.39, 37.71),
+                epsilon=20,
+                delta=1e-6,
+                max_cells_per_unit=3,
+                units=df.iloc[:, 0],
+                random_state=5,
+            )
+        weak = [str(w.message) for w in said if issubclass(w.category, WeakPrivacyWarning)]
+        assert len(weak) == 2
+        files = []
+        for i, m in enumerate((model, lonlat)):
+            save_model(m, tmp_path / f"m{i}.json")
+            files += [(tmp_path / f"m{i}.json").read_text(), json.dumps(geojson(m)), summary(m)]
+        assert all(record not in f for f in files + weak)
+        assert all("unit_column" not in m.metadata for m in (model, lonlat))
+        published.append([geojson(m)["properties"]["unit_column"] for m in (model, lonlat)] + weak)
+    assert published[0] == published[1]

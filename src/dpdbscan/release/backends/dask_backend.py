@@ -347,11 +347,18 @@ def exact_integers(t: Any) -> Any:
 
 def _to_pandas(col: Any) -> Any:
     """A pyarrow column as dask reads a Parquet file's: integers nullable,
-    text as pandas' Arrow-backed strings."""
+    text as pandas' Arrow-backed strings, dates as pandas' Arrow dates (each
+    value's own integer, read so by :func:`dpdbscan.traces.parse_times`).
+    pandas' default made each date a Python ``date``, and one past year 9999
+    (a ``date32`` holds 2**31 - 1 days) failed the whole file's read, and the
+    fit, where the in-memory reader drops that row alone (docs/privacy.md
+    section 8, round 18)."""
     import pandas as pd
     import pyarrow as pa
 
     def mapper(t: Any) -> Any:
+        if pa.types.is_date(t):
+            return pd.ArrowDtype(t)
         return pd.StringDtype("pyarrow") if pa.types.is_string(t) else exact_integers(t)
 
     return col.to_pandas(types_mapper=mapper)
