@@ -2,12 +2,14 @@
 (the command line says it even under --quiet: such a release says little):
 a PrivateNoteWarning in the command line's words, the same from the
 in-memory path and from the Dask backend (which used to say nothing at all),
-naming the columns by the DataFrame's, the declared header's or the Parquet
-schema's names (public). A fit with a few rows outside says nothing (the
-documented per-record rule clips them), as before."""
+naming the columns by the declared header's or the Parquet schema's names
+(public), a DataFrame's by position (its names may be a file's first line).
+A fit with a few rows outside says nothing (the documented per-record rule
+clips them), as before."""
 
 from __future__ import annotations
 
+import io
 import warnings
 
 import numpy as np
@@ -55,10 +57,20 @@ def test_the_warning_points_at_the_callers_line():
     assert [w.filename for w in got if "outside" in str(w.message)] == [__file__]
 
 
-def test_a_dataframe_names_its_columns():
+def test_a_dataframes_own_column_names_are_never_said():
+    """A DataFrame's column names may be a record: pd.read_csv of a file
+    without a header names them by its first line. The note names the
+    columns by position (round 18; it quoted them before)."""
     df = pd.DataFrame(shifted(), columns=["east", "north"])
     (note,) = outside_notes(fit_notes(lambda: est().fit(df)))
-    assert "column 'east': 80.0% of the rows lie above its upper bound 1" in note
+    assert "column '0': 80.0% of the rows lie above its upper bound 1" in note
+    assert "east" not in note and "north" not in note
+    lines = "bob@example.com,555-0142\n" + "".join(f"{a!r},{b!r}\n" for a, b in shifted().tolist())
+    read = pd.read_csv(io.StringIO(lines))
+    assert list(read.columns) == ["bob@example.com", "555-0142"]
+    (note,) = outside_notes(fit_notes(lambda: est().fit(read)))
+    assert "bob@example.com" not in note and "555-0142" not in note
+    assert "column '0': 80.0%" in note
 
 
 def test_a_few_rows_outside_say_nothing():
@@ -98,8 +110,8 @@ def test_the_dask_backend_warns_as_in_memory(tmp_path, dask_backend):
     path = tmp_path / "p.csv"
     path.write_text("east,north\n" + "".join(f"{a!r},{b!r}\n" for a, b in X.tolist()))
     (dask,) = outside_notes(fit_notes(lambda: est(backend=dask_backend).fit(str(path))))
-    (memory,) = outside_notes(fit_notes(lambda: est().fit(pd.DataFrame(X, columns=["east", "north"]))))
-    assert dask == memory
+    (memory,) = outside_notes(fit_notes(lambda: est().fit(X)))
+    assert dask == memory.replace("column '0'", "column 'east'").replace("column '1'", "column 'north'")
     assert "column 'east': 80.0% of the rows lie above its upper bound 1" in dask
 
 

@@ -542,7 +542,7 @@ class DPDBSCAN(EstimatorBase):
         note = standardised_note(X) if isinstance(X, np.ndarray) else None
         if note:
             warnings.warn(note, PrivacyLeakWarning, stacklevel=stacklevel - 1)
-        outside = _outside_note(pts, backend, names)
+        outside = _outside_note(pts, backend)
         if outside:
             private_note(outside, stacklevel=stacklevel)
         return self
@@ -882,7 +882,7 @@ class _LedgerCharge:
             self.reservation.failed()
 
 
-def _outside_note(pts: Points, backend: Backend, names: np.ndarray | None) -> str | None:
+def _outside_note(pts: Points, backend: Backend) -> str | None:
     """The private note when most rows lie outside the public box (the
     command line says it even under --quiet: the release then says little),
     in its words, from the points in memory or from what a distributed
@@ -897,7 +897,10 @@ def _outside_note(pts: Points, backend: Backend, names: np.ndarray | None) -> st
         c = counted_clipping(getattr(backend, "input_counts", None), d)
     if c is None or not most_outside(c):
         return None
-    columns = [str(n) for n in names] if names is not None else (pts.names or pts.read_names)
+    # public names only (a declared header, a Parquet schema, columns=): a
+    # DataFrame's own column names are never said, since pd.read_csv of a
+    # file without a header names them by its first line, a record (round 18)
+    columns = pts.names or pts.read_names
     lower, upper = pts.lower, pts.upper
     check = "bounds=(lower, upper): one value per column of X, in the order of X's columns"
     degrees = pts.meta.get("bounds_degrees") if pts.proj is not None else None
