@@ -247,3 +247,20 @@ def test_the_rows_dropped_for_their_time_are_counted_in_a_private_note(traces, t
         "the horizon (--from, --to) are dropped from the series"
     ]
     assert secret not in out + err
+
+
+def test_a_series_of_stops_says_it_counts_the_stops_in_its_periods(traces, tmp_path, capsys):
+    """With --stops (or --trip-ends) a series drops the events whose time is
+    outside its horizon: the first note said all the stops made "are
+    counted", and the one after the release called the dropped stops
+    "row(s)". Both say what is counted now."""
+    rc, out, err = run(capsys, "fit", traces, *ARGS, "--stops", "1", "5min", "--seed", "5",
+                       "--out-dir", tmp_path / "o")  # fmt: skip
+    assert rc == 0, err
+    (made,) = [line for line in err.splitlines() if "of the units found in" in line]
+    assert "rows are counted" not in made and "the series counts those whose time falls in its periods" in made
+    n_made = int(made.split("] ")[1].split(" ")[0].replace(",", ""))
+    (dropped,) = [line for line in err.splitlines() if "dropped from the series" in line]
+    n_dropped = int(dropped.split("] ")[1].split(" ")[0].replace(",", ""))
+    assert "stop(s) whose time is missing, not a time, or outside the horizon" in dropped
+    assert 0 < n_dropped < n_made  # rows of the days before and after the horizon make stops there
