@@ -258,7 +258,9 @@ def test_a_series_of_stops_says_it_counts_the_stops_in_its_periods(traces, tmp_p
                        "--out-dir", tmp_path / "o")  # fmt: skip
     assert rc == 0, err
     (made,) = [line for line in err.splitlines() if "of the units found in" in line]
-    assert "rows are counted" not in made and "the series counts those whose time falls in its periods" in made
+    assert (
+        "rows are counted" not in made and "the series counts those whose time falls in its periods" in made
+    )
     n_made = int(made.split("] ")[1].split(" ")[0].replace(",", ""))
     (dropped,) = [line for line in err.splitlines() if "dropped from the series" in line]
     n_dropped = int(dropped.split("] ")[1].split(" ")[0].replace(",", ""))

@@ -233,12 +233,13 @@ def label_at(
     In a crowd an id beside a span could name any of its neighbours, so it
     stays on the span. The point in model coordinates and the text's
     placement."""
-    from matplotlib.transforms import offset_copy
+    from matplotlib.transforms import ScaledTranslation
 
     near = crowded is not None and bool(crowded[s])
     if near or not drawn_small(stats, s, px_per_unit, y_ratio):
         return stats.anchor[s], {"ha": "center", "va": "center"}
-    beside = offset_copy(ax.transData, fig=ax.figure, x=LABEL_BESIDE_PT, y=LABEL_BESIDE_PT, units="points")
+    shift = LABEL_BESIDE_PT / 72.0  # points -> inches
+    beside = ax.transData + ScaledTranslation(shift, shift, ax.figure.dpi_scale_trans)
     return stats.upper[s], {"ha": "left", "va": "bottom", "transform": beside}
 
 
