@@ -384,10 +384,12 @@ class Series:
         ]
 
 
-def no_period_note(n: int) -> str:
-    """The private note of a series' rows dropped for their time (``n`` of them)."""
+def no_period_note(n: int, what: str = "row(s)") -> str:
+    """The private note of a series' rows dropped for their time (``n`` of
+    them; ``what``: the rows' name, ``"stop(s)"`` where the series counts each
+    unit's stops, which keep the time of their first point)."""
     return (
-        f"{n:,} row(s) whose time is missing, not a time, or outside the horizon (--from, --to) "
+        f"{n:,} {what} whose time is missing, not a time, or outside the horizon (--from, --to) "
         "are dropped from the series"
     )
 

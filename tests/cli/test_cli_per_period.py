@@ -168,3 +168,46 @@ def test_a_plan_in_a_basic_ledger_adds_the_deltas(tmp_path, capsys):
         and plan["total"]["method"] == "basic composition"
     )
     assert Ledger(path, "cabs").account().releases == []
+
+
+def test_a_given_budget_says_which_ledger_charges_its_plan(tmp_path, capsys):
+    """A given lifetime budget (--lifetime-epsilon) is planned by zCDP, as a
+    ledger registered with --accounting zcdp composes: the text said "and
+    --ledger to charge it", and a ledger registered with the default
+    accounting (basic composition) refuses the plan's second week, whose
+    delta takes the total past the lifetime delta. The text says so now."""
+    rc, out, err = run(capsys, "forecast", *PERSON, "--periods", "52", "--lifetime-epsilon", "2")
+    assert rc == 0, err
+    (line,) = [" ".join(x.split()) for x in out.splitlines() if x.startswith("periods :")]
+    each = float(line.split("epsilon=")[2].split(" ")[0])
+    assert "'dpdbscan ledger init ... --accounting zcdp'" in line and "and --ledger to charge it" not in line
+    # what it says of the default accounting holds: the second release is refused
+    path = tmp_path / "basic.ledger"
+    Ledger.create(path, "cabs", 2.0, 1e-6, unit="cab")
+    _charge(Ledger(path, "cabs"), each)
+    with pytest.raises(BudgetExceeded):
+        _charge(Ledger(path, "cabs"), each)
+    # a plan in a ledger says nothing of the sort: its accounting is the ledger's
+    zpath = tmp_path / "zcdp.ledger"
+    Ledger.create(zpath, "cabs", 2.0, 1e-6, unit="cab", accounting="zcdp")
+    rc, out, err = run(capsys, "forecast", *PERSON, "--periods", "52", "--ledger", zpath, "--dataset", "cabs")
+    assert (
+        rc == 0 and "--accounting zcdp'" not in out and "and --ledger to charge it" in " ".join(out.split())
+    )
+
+
+def test_a_plan_refused_by_a_basic_ledger_s_deltas_gives_the_way_out(tmp_path, capsys):
+    """Refused because the N deltas add up under basic composition, the
+    error names the delta that fits and the zCDP accounting, and the delta
+    it names does fit."""
+    path = tmp_path / "budget.ledger"
+    Ledger.create(path, "cabs", 2.0, 1e-6, unit="cab")
+    rc, _, err = run(capsys, "forecast", *PERSON, "--periods", "52", "--ledger", path, "--dataset", "cabs")
+    text = " ".join(err.split())
+    assert rc == 2 and "no release of these options fits 52 times" in text
+    assert "--accounting zcdp" in text
+    delta = text.split("give each release --delta ")[1].split(" ")[0]
+    small = [a if a != "1e-6" else delta for a in PERSON]
+    plan = _plan(capsys, *small, "--periods", "52", "--ledger", path, "--dataset", "cabs")["per_period"]
+    assert plan["epsilon_per_period"] > 0 and plan["total"]["method"] == "basic composition"
+    assert Ledger(path, "cabs").account().releases == []

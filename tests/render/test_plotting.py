@@ -310,15 +310,82 @@ def test_the_largest_spans_are_labelled_with_their_ids():
     ids = {int(v) for v in _labels(ax).values()}
     order = sorted(range(len(sides)), key=lambda i: (-sides[i], i))
     assert ids == set(order[:10])
-    # each label sits inside its span
+    # each label sits inside its span, or, for a span drawn smaller than its id, at its upper right
+    # corner (the id written beside it)
     stats = span_stats(m)
+    inside = 0
     for t in ax.texts:
         s = int(t.get_text())
-        assert np.all(stats.lower[s] <= t.get_position()) and np.all(t.get_position() <= stats.upper[s])
+        if t.get_ha() == "center":
+            assert np.all(stats.lower[s] <= t.get_position()) and np.all(t.get_position() <= stats.upper[s])
+            inside += 1
+        else:
+            assert t.get_position() == pytest.approx(stats.upper[s]) and sides[s] <= 4
+    assert inside >= 5  # sides 5 to 8 (over 24 pixels): the ids on them
     _close(ax)
     ax = plotting.plot_spans(m, extent="box", n_labels=3)
     assert {int(v) for v in _labels(ax).values()} == set(order[:3])
     _close(ax)
+
+
+def _meets_its_span(ax, t, stats):
+    """Whether the drawn id ``t`` covers part of its span's box."""
+    s = int(t.get_text())
+    (x0, y0), (x1, y1) = ax.transData.transform(np.array([stats.lower[s], stats.upper[s]]))
+    box = t.get_window_extent()
+    return box.x0 < x1 and box.x1 > x0 and box.y0 < y1 and box.y1 > y0
+
+
+def test_a_small_span_far_from_others_gets_its_id_beside_it():
+    """A place a few hundred metres wide in a city's box is drawn a few
+    pixels wide: its id (bold, with a white halo) was written on it and hid
+    it. Its id goes beside it now; a large span keeps its id on it."""
+    m = hand_model([square(20, 20, 1), square(120, 120, 60), square(150, 30, 2)], shape=(200, 200))
+    ax = plotting.plot_spans(m, extent="box")
+    ax.figure.canvas.draw()
+    stats = span_stats(m)
+    ids = {int(t.get_text()): t for t in ax.texts if (t.get_gid() or "").startswith("span-label-")}
+    assert set(ids) == {0, 1, 2}
+    assert not _meets_its_span(ax, ids[0], stats) and not _meets_its_span(ax, ids[2], stats)
+    assert _meets_its_span(ax, ids[1], stats) and ids[1].get_ha() == "center"  # on the large one
+    _close(ax)
+
+
+def test_a_small_span_in_a_crowd_keeps_its_id_on_it():
+    # two small spans side by side: beside them, an id could name either
+    m = hand_model([square(20, 20, 2), square(23, 20, 2)], shape=(200, 200))
+    ax = plotting.plot_spans(m, extent="box")
+    ax.figure.canvas.draw()
+    (t,) = [t for t in ax.texts if (t.get_gid() or "").startswith("span-label-")]
+    assert t.get_ha() == "center" and _meets_its_span(ax, t, span_stats(m))
+    _close(ax)
+
+
+def test_the_periods_picture_writes_a_small_span_s_id_beside_it():
+    """The small multiples of a series (``fit --per``): each panel is
+    2.6 inches wide, so every place of a city was drawn under its id."""
+    import dataclasses
+
+    import matplotlib.pyplot as plt
+
+    from dpdbscan.render.periodplot import plot_periods
+
+    m = hand_model([square(10, 10, 1), square(150, 150, 40), square(100, 20, 1)], shape=(200, 200))
+    series = {
+        "period_spans": [[0, 1, 2], [0, 1]],
+        "periods": {"starts": ["2026-03-02T00:00", "2026-03-09T00:00"]},
+    }
+    m = dataclasses.replace(m, metadata={**m.metadata, "series": series})
+    fig = plot_periods(m)
+    try:
+        fig.canvas.draw()
+        stats = span_stats(m)
+        drawn = [(ax, t) for ax in fig.axes for t in ax.texts if t.get_text() in ("0", "1", "2")]
+        assert sorted(t.get_text() for _, t in drawn) == ["0", "0", "1", "1", "2"]
+        for ax, t in drawn:
+            assert _meets_its_span(ax, t, stats) == (t.get_text() == "1")
+    finally:
+        plt.close(fig)
 
 
 def test_labels_that_would_overlap_are_left_out():

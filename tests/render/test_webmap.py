@@ -600,8 +600,10 @@ def test_the_largest_spans_carry_their_ids_on_the_map(browser, tmp_path):
                 s.fontWeight]; })""")
     largest = sorted(range(len(sides)), key=lambda i: (-sides[i], i))[:10]
     assert sorted(int(d[0]) for d in drawn) == sorted(largest)
+    k = float(browser.evaluate("document.getElementById('map').dataset.scale"))
     for text, under, font, weight in drawn:
-        assert under == text  # written on its own span
+        # written on its own span, or beside a span drawn smaller than 24 pixels (it would hide it)
+        assert under == text or sides[int(text)] * model.grid.width * k < 24
         assert font >= 12 and int(weight) >= 700  # readable at the first view
     # fewer when asked
     path = tmp_path / "three.html"
@@ -610,6 +612,31 @@ def test_the_largest_spans_carry_their_ids_on_the_map(browser, tmp_path):
     browser.wait_for("document.documentElement.dataset.ready === '1'")
     ids = browser.evaluate("Array.from(document.querySelectorAll('#ids text')).map(t => t.textContent)")
     assert sorted(map(int, ids)) == sorted(largest[:3])
+
+
+@pytest.mark.browser
+def test_a_small_span_s_id_is_written_beside_it_on_the_map(browser, tmp_path):
+    """A place a few hundred metres wide in a city's box is drawn a few
+    pixels wide at the first view, and its id (bold 12 px, with a halo) hid
+    it: a map of Rome-sized stops showed ids and no spans. The id of a
+    small span with no other near it goes beside it; a large span's, and a
+    small one's in a crowd, stays on it."""
+    m = hand_model([square(5, 5, 1), square(60, 20, 30), square(100, 60, 1), square(101, 60, 1)],
+                   shape=(120, 100), width=0.05, geo=True)  # fmt: skip
+    _open(browser, tmp_path, m)
+    drawn = browser.evaluate("""Array.from(document.querySelectorAll('#ids text')).map(t => {
+        const r = t.getBoundingClientRect();
+        const s = document.querySelector('path.span[data-id="' + t.dataset.id + '"]').getBoundingClientRect();
+        const meets = r.left < s.right && r.right > s.left && r.top < s.bottom && r.bottom > s.top;
+        const hit = document.elementFromPoint((r.left + r.right) / 2, (r.top + r.bottom) / 2);
+        return [t.dataset.id, meets, hit && hit.dataset ? hit.dataset.id : null]; })""")
+    where = {int(i): (meets, under) for i, meets, under in drawn}
+    assert 0 in where and 1 in where
+    assert where[0][0] is False  # beside the small span far from the others: not over it
+    assert where[1][1] == "1"  # on the large one
+    crowd = [i for i in (2, 3) if i in where]
+    assert crowd and all(where[i][0] for i in crowd)  # on its span in the crowd
+    assert browser.console_errors() == []
 
 
 @pytest.mark.browser

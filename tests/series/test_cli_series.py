@@ -141,7 +141,8 @@ def test_the_options_of_per_without_per_are_refused(traces, tmp_path, capsys, co
     it they were accepted and did nothing (``--tz`` did not read naive times
     as the zone's clock), so a release was made that the user did not ask
     for. Refused from the options alone, before anything is read or written."""
-    drop = ("--per", "day", "--from", "2024-03-04", "--to", "2024-03-11", "--time", "time")
+    drop = ("--per", "day", "--from", "2024-03-04", "--to", "2024-03-11", "--time", "time",
+            "--max-pairs-per-unit", "7")  # fmt: skip
     args = [a for a in ARGS if a not in drop]
     if command == "forecast":
         rc, out, err = run(capsys, "forecast", "--bounds", "0", "0", "10", "10", "--eps", "0.5",
@@ -155,6 +156,53 @@ def test_the_options_of_per_without_per_are_refused(traces, tmp_path, capsys, co
     assert ("options of --per" in err or "an option of --per" in err) and "without --per" in err
     assert "read" not in err.split("error")[0]  # said before the file is read
     assert not (tmp_path / "out").exists()
+
+
+SERIES_ONLY = [
+    ["--table-share", "0.3"],
+    ["--max-pairs-per-unit", "3"],
+    ["--max-points-per-pair", "2"],
+    ["--places-periods", "2"],
+    ["--through", "2024-03-06"],
+    ["--append", "week1.spans.json"],
+    ["--table-share", "0.4", "--max-points-per-pair", "1"],  # their defaults, given
+]
+
+
+@pytest.mark.parametrize("command", ["fit", "check", "forecast"])
+@pytest.mark.parametrize("given", SERIES_ONLY)
+def test_the_series_options_without_per_are_refused(traces, tmp_path, capsys, command, given):
+    """The table's share and bounds and an appendable series' options shape
+    only ``--per``'s series. Without it they were accepted and did nothing:
+    ``--append week1.spans.json`` made a fresh release of the whole file
+    (charged to a ledger as one) instead of appending a week, and
+    ``--places-periods 2`` made the private note say the places came from
+    the first 2 periods. Refused from the options alone, before anything is
+    read, charged or written (check and forecast have no --through or
+    --append: argparse refuses those there)."""
+    if command != "fit" and given[0] in ("--through", "--append"):
+        pytest.skip("a fit option only")
+    drop = ("--per", "day", "--from", "2024-03-04", "--to", "2024-03-11", "--max-pairs-per-unit", "7")
+    args = [a for a in ARGS if a not in drop]
+    ledger = tmp_path / "budget.ledger"
+    assert run(capsys, "ledger", "init", ledger, "--dataset", "cabs", "--epsilon", "9", "--delta", "1e-4",
+               "--unit", "cab")[0] == 0  # fmt: skip
+    if command == "forecast":
+        rc, out, err = run(capsys, "forecast", "--bounds", "0", "0", "10", "10", "--eps", "0.5",
+                           "--min-samples", "30", "--unit", "cab", "--max-cells-per-unit", "8",
+                           "--delta", "1e-5", *given)  # fmt: skip
+    elif command == "check":
+        args.remove("--no-png")  # check writes nothing
+        rc, out, err = run(capsys, command, traces, *args, "--stops", "0.1", "5min", *given)
+    else:
+        rc, out, err = run(capsys, command, traces, *args, "--stops", "0.1", "5min", *given, "--out-dir",
+                           tmp_path / "out", "--ledger", ledger, "--dataset", "cabs")  # fmt: skip
+    assert rc == 2 and out == "", err
+    assert ("options of --per" in err or "an option of --per" in err) and "without --per" in err
+    assert all(o in err for o in given if o.startswith("--"))
+    assert "read" not in err.split("error")[0]  # said before the file is read
+    assert not (tmp_path / "out").exists()
+    assert read_ledger(ledger)[0].releases == []  # nothing charged
 
 
 def test_every_pair_counts_the_distinct_cabs(traces, tmp_path, capsys):
@@ -199,3 +247,22 @@ def test_the_rows_dropped_for_their_time_are_counted_in_a_private_note(traces, t
         "the horizon (--from, --to) are dropped from the series"
     ]
     assert secret not in out + err
+
+
+def test_a_series_of_stops_says_it_counts_the_stops_in_its_periods(traces, tmp_path, capsys):
+    """With --stops (or --trip-ends) a series drops the events whose time is
+    outside its horizon: the first note said all the stops made "are
+    counted", and the one after the release called the dropped stops
+    "row(s)". Both say what is counted now."""
+    rc, out, err = run(capsys, "fit", traces, *ARGS, "--stops", "1", "5min", "--seed", "5",
+                       "--out-dir", tmp_path / "o")  # fmt: skip
+    assert rc == 0, err
+    (made,) = [line for line in err.splitlines() if "of the units found in" in line]
+    assert (
+        "rows are counted" not in made and "the series counts those whose time falls in its periods" in made
+    )
+    n_made = int(made.split("] ")[1].split(" ")[0].replace(",", ""))
+    (dropped,) = [line for line in err.splitlines() if "dropped from the series" in line]
+    n_dropped = int(dropped.split("] ")[1].split(" ")[0].replace(",", ""))
+    assert "stop(s) whose time is missing, not a time, or outside the horizon" in dropped
+    assert 0 < n_dropped < n_made  # rows of the days before and after the horizon make stops there

@@ -61,7 +61,7 @@ from .common import (
     read_model,
     stem,
 )
-from .fitoptions import FitOptions
+from .fitoptions import FitOptions, events_word
 from .fitseries import (
     SeriesOptions,
     SeriesRun,
@@ -427,7 +427,7 @@ def fit_model(
         say_counted(opts.input, pts, counted, notes)
     if no_period:
         # a series' rows dropped for their time, counted where they were read (counts only)
-        notes(no_period_note(no_period))
+        notes(no_period_note(no_period, events_word(opts.events)))
     said = None if note is None else note()
     if said:
         # read from the private points: a private note, said after the release
@@ -529,7 +529,7 @@ def _appendable_model(
         )
     sink.flush()
     if made.n_no_period:
-        notes(no_period_note(made.n_no_period))  # counts only, after the release
+        notes(no_period_note(made.n_no_period, events_word(opts.events)))  # counts only, after the release
     return made.model
 
 

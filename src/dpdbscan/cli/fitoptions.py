@@ -232,6 +232,14 @@ def events_from_args(args: argparse.Namespace, *, reads: bool = True) -> Events 
         raise ValueError(f"{option}: {exc}") from None
 
 
+def events_word(events: Events | None) -> str:
+    """What a release counts, by name: ``"stop(s)"``, ``"pickup point(s)"``
+    (each unit's events), or ``"row(s)"``."""
+    if events is None:
+        return "row(s)"
+    return "stop(s)" if isinstance(events, Stops) else f"{events.ends} point(s)"
+
+
 def events_step(
     events: Events, notes: Notes | None = None, keep_times: bool = False, places_periods: int | None = None
 ) -> Transform:
@@ -251,9 +259,15 @@ def events_step(
         X, units = (pts.X if keep_times else X64)[rows], take_rows(pts.units, rows)
         if keep_times:
             times = parse_times(take_rows(pts.times, rows))  # each value alone: the events' only
-        what = "stop(s)" if isinstance(events, Stops) else f"{events.ends} point(s)"
+        what = events_word(events)
         if notes is not None and X.shape[0]:  # none: events_rows said why
             said = f"{X.shape[0]:,} {what} of the units found in {n_rows:,} rows are counted"
+            if keep_times:
+                # a series counts those in its periods alone: the others are dropped after, and counted
+                said = (
+                    f"{X.shape[0]:,} {what} of the units found in {n_rows:,} rows; the series counts "
+                    "those whose time falls in its periods (the others are counted after the release)"
+                )
             if places_periods is not None:
                 said += (
                     f" (the events in all periods; the places are found from those of the first "

@@ -78,7 +78,7 @@ def add_period_options(p: ArgTarget, *, release: bool = True) -> None:
     g.add_argument(
         "--table-share",
         type=float,
-        default=DEFAULT_SHARE,
+        default=None,
         metavar="S",
         help=f"the share of the lifetime budget spent on the span x period table (default {DEFAULT_SHARE})",
     )
@@ -96,7 +96,7 @@ def add_period_options(p: ArgTarget, *, release: bool = True) -> None:
     g.add_argument(
         "--max-points-per-pair",
         type=int,
-        default=1,
+        default=None,
         metavar="M",
         help="each unit adds at most M to a span's mass in one period (default 1: distinct units)",
     )
@@ -140,6 +140,21 @@ def _int_or_all(text: str) -> int | str:
         raise argparse.ArgumentTypeError(f"expected a whole number, 'all' or 'auto', got {text!r}") from None
 
 
+#: The options that shape only a series (``--per``), with their argparse names:
+#: without ``--per`` each is refused, not ignored.
+SERIES_ONLY = (
+    ("--from", "period_from"),
+    ("--to", "period_to"),
+    ("--tz", "tz"),
+    ("--table-share", "table_share"),
+    ("--max-pairs-per-unit", "max_pairs_per_unit"),
+    ("--max-points-per-pair", "max_points_per_pair"),
+    ("--places-periods", "places_periods"),
+    ("--through", "through"),
+    ("--append", "append"),
+)
+
+
 @dataclass(frozen=True)
 class SeriesOptions:
     """The options of a series over time (``--per`` and its horizon, the
@@ -160,17 +175,15 @@ class SeriesOptions:
     def from_args(cls, args: argparse.Namespace) -> SeriesOptions | None:
         """The series' options, or None without ``--per`` (the boundary with argparse)."""
         if getattr(args, "per", None) is None:
-            given = [
-                o
-                for o, v in (("--from", "period_from"), ("--to", "period_to"), ("--tz", "tz"))
-                if getattr(args, v, None) is not None
-            ]
+            given = [o for o, v in SERIES_ONLY if getattr(args, v, None) is not None]
             if given:
-                # public: the options alone; they were accepted and did nothing
+                # public: the options alone; they were accepted and did nothing (--append without
+                # --per made a fresh release of the whole file, charged as one)
                 one = len(given) == 1
                 raise ValueError(
-                    f"{' and '.join(given)} {'is an option' if one else 'are options'} of --per (the "
-                    "series' horizon, its calendar's zone and the clock of times without an offset); "
+                    f"{', '.join(given)} {'is an option' if one else 'are options'} of --per (a series "
+                    "over time: its horizon, calendar and zone, its table of counts per period, an "
+                    "appendable series' places, periods and appends); "
                     f"without --per {'it does' if one else 'they do'} nothing: give --per "
                     f"hour|day|week|month, or leave {'it' if one else 'them'} out"
                 )
@@ -183,9 +196,9 @@ class SeriesOptions:
             period_from=args.period_from,
             period_to=args.period_to,
             tz=args.tz,
-            table_share=args.table_share,
+            table_share=DEFAULT_SHARE if args.table_share is None else args.table_share,
             max_pairs_per_unit=args.max_pairs_per_unit,
-            max_points_per_pair=args.max_points_per_pair,
+            max_points_per_pair=1 if args.max_points_per_pair is None else args.max_points_per_pair,
         )
 
 

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..ledger import Cost, Ledger, compose, compose_fixed, largest_repeated
+from ..ledger.composition import BASIC
 from ..params.validation import check_positive
 from .common import ArgTarget
 from .ledger import cost_in_box
@@ -124,6 +125,19 @@ class PeriodPlan:
             alone = f"basic composition alone cannot: {self.periods} deltas add up past the lifetime delta"
         else:
             alone = f"by basic composition alone: epsilon={self.basic_epsilon:g} each"
+        charge = "(and --ledger to charge it)"
+        if not self.source and self.method != BASIC:
+            # a given budget is planned by zCDP: a ledger registered with the default
+            # accounting (basic composition) would refuse part of the plan
+            refused = (
+                "refuses the release whose delta takes the total past the lifetime delta"
+                if self.basic_epsilon is None
+                else f"lets each release spend only epsilon={self.basic_epsilon:g}"
+            )
+            charge = (
+                "(to charge them to a ledger, register its dataset with 'dpdbscan ledger init ... "
+                f"--accounting zcdp': one registered with the default basic composition {refused})"
+            )
         return [
             f"periods : {self.periods} releases of these options, one per period, each finding its places "
             f"again, within the lifetime budget (epsilon={self.lifetime_epsilon:g}, "
@@ -131,8 +145,8 @@ class PeriodPlan:
             f"epsilon={self.epsilon:g} each "
             f"(delta={self.delta:g}); the {self.periods} together (epsilon={self.total_epsilon:.6g}) "
             f"by {self.method} ({alone}). "
-            f"Nothing is spent: fit each period with --epsilon {self.epsilon:g} (and --ledger to "
-            "charge it); the forecast below is one period's release",
+            f"Nothing is spent: fit each period with --epsilon {self.epsilon:g} {charge}; the forecast "
+            "below is one period's release",
         ]
 
 
@@ -170,10 +184,17 @@ def plan_periods(
 
     each = round_down(largest_repeated(held, cost_at, n, life_eps, life_delta, accounting))
     if each <= 0:
+        way_out = ""
+        if accounting == "basic" and p["delta"] > 0 and n * p["delta"] > life_delta:
+            way_out = (
+                f"; by this dataset's basic composition the {n} deltas add up: give each release "
+                f"--delta {round_down(life_delta / n, 3):g} or less, or plan in a dataset registered with "
+                "'dpdbscan ledger init ... --accounting zcdp' (rho's add and the total is converted once)"
+            )
         raise ValueError(
             f"no release of these options fits {n} times within the lifetime budget (epsilon={life_eps:g}, "
             f"delta={life_delta:g}) {source}: each release's delta ({p['delta']:g}) or what the ledger "
-            "already holds leaves nothing"
+            f"already holds leaves nothing{way_out}"
         )
     costs = [*held, *[cost_at(each)] * n]
     total = compose_fixed(costs, life_delta) if accounting is None else compose(costs, life_delta, accounting)

@@ -77,7 +77,13 @@ def plot_periods(model: SpanModel, *, dpi: float = 110) -> Figure:
         sharex=True,
         sharey=True,
     )
-    lo, hi = spanplot.view(model, stats, axes[0, 0], "spans", spanplot.y_scale(T, aspect))
+    y_ratio = spanplot.y_scale(T, aspect)
+    lo, hi = spanplot.view(model, stats, axes[0, 0], "spans", y_ratio)
+    w, h = spanplot.axes_pixels(axes[0, 0])
+    px_per_unit = min(
+        w / max(float(hi[0] - lo[0]), 1e-300), h / max(float(hi[1] - lo[1]) * abs(y_ratio), 1e-300)
+    )
+    crowded = spanplot.crowded_spans(model, px_per_unit, spanplot.LABEL_CROWD_PX)
     (x0, y0), (x1, y1) = T(np.array([lo, hi]))
     colours = spanplot.span_palette(model)
     everyone = np.arange(model.n_spans)
@@ -99,7 +105,9 @@ def plot_periods(model: SpanModel, *, dpi: float = 110) -> Figure:
             autolim=False,
         )
         for s in np.flatnonzero(on):
-            ax.annotate(str(s), T(stats.anchor[s][None, :])[0], fontsize=6, ha="center", va="center")
+            # on the span, or beside one drawn smaller than its id (which would hide it)
+            p, where = spanplot.label_at(ax, stats, int(s), T, px_per_unit, y_ratio, crowded)
+            ax.text(*T(p[None, :])[0], str(s), fontsize=6, gid=f"span-label-{int(s)}", **where)
         ax.set_xlim(x0, x1)
         ax.set_ylim(y0, y1)
         ax.set_aspect(aspect)

@@ -480,7 +480,12 @@ def plot_spans(
             gid="small-spans",
         )
     inside = np.all((stats.anchor >= lo) & (stats.anchor <= hi), axis=1)
-    spanplot.label_spans(ax, stats, in_view & inside, n_labels, T, px_per_unit)
+    # the scale the spans are drawn at once the aspect is set: a given extent of another shape than
+    # the axes is drawn smaller than their width says
+    w, h = spanplot.axes_pixels(ax)
+    px_drawn = min(px_per_unit, h / max(float(hi[1] - lo[1]) * abs(y_scale), 1e-300))
+    crowded = spanplot.crowded_spans(model, px_drawn, spanplot.LABEL_CROWD_PX)
+    spanplot.label_spans(ax, stats, in_view & inside, n_labels, T, px_per_unit, y_scale, px_drawn, crowded)
 
     (x0, y0), (x1, y1) = T(np.array([lo, hi]))
     ax.set_xlim(x0, x1)

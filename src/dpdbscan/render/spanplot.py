@@ -69,6 +69,17 @@ def isolated_small_spans(
     return small & ~crowded
 
 
+def crowded_spans(model: SpanModel, px_per_unit: float, px: float) -> np.ndarray:
+    """Spans with another span drawn within about ``px`` pixels (up to twice
+    that: :func:`dpdbscan.render.mapstyle.span_neighbours`), by span id."""
+    crowded = np.zeros(model.n_spans, dtype=bool)
+    keys, labels = model.regions()
+    radius = max(1, int(round(px / (px_per_unit * model.grid.width))))
+    for a, b in span_neighbours(model.grid.decode(keys), labels, radius):
+        crowded[a] = crowded[b] = True
+    return crowded
+
+
 def y_scale(T: Transform, aspect: Aspect) -> float:
     """Length on screen of one model y unit relative to one model x unit."""
     o, ex, ey = T(np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]]))
@@ -199,6 +210,39 @@ def darker(rgb: tuple[float, float, float], k: float = 0.7) -> tuple[float, floa
     return float(r) * k, float(g) * k, float(b) * k
 
 
+def drawn_small(stats: SpanStats, s: int, px_per_unit: float, y_ratio: float = 1.0) -> bool:
+    """Whether span ``s`` is drawn narrower or lower than
+    :data:`LABEL_INSIDE_PX`: an id written on it would hide most of it."""
+    size = (stats.upper[s] - stats.lower[s]) * px_per_unit * np.array([1.0, abs(y_ratio)])
+    return bool(np.min(size) < LABEL_INSIDE_PX)
+
+
+def label_at(
+    ax: Axes,
+    stats: SpanStats,
+    s: int,
+    T: Transform,
+    px_per_unit: float,
+    y_ratio: float = 1.0,
+    crowded: np.ndarray | None = None,
+) -> tuple[np.ndarray, dict]:
+    """Where span ``s``'s id goes: at a point inside it (centred), or, for a
+    span drawn smaller than its id (:func:`drawn_small`) with no other span
+    near it (``crowded[s]`` false; :func:`crowded_spans`), just beside its
+    upper right corner, so that the id and its halo leave the span in sight.
+    In a crowd an id beside a span could name any of its neighbours, so it
+    stays on the span. The point in model coordinates and the text's
+    placement."""
+    from matplotlib.transforms import ScaledTranslation
+
+    near = crowded is not None and bool(crowded[s])
+    if near or not drawn_small(stats, s, px_per_unit, y_ratio):
+        return stats.anchor[s], {"ha": "center", "va": "center"}
+    shift = LABEL_BESIDE_PT / 72.0  # points -> inches
+    beside = ax.transData + ScaledTranslation(shift, shift, ax.figure.dpi_scale_trans)
+    return stats.upper[s], {"ha": "left", "va": "bottom", "transform": beside}
+
+
 def label_spans(
     ax: Axes,
     stats: SpanStats,
@@ -206,9 +250,16 @@ def label_spans(
     n_labels: int,
     T: Transform,
     px_per_unit: float,
+    y_ratio: float = 1.0,
+    px_drawn: float | None = None,
+    crowded: np.ndarray | None = None,
 ) -> None:
-    """Ids of the largest ``candidates`` spans, at a point inside each,
-    skipping any label that would sit on one already drawn."""
+    """Ids of the largest ``candidates`` spans, at a point inside each (or
+    beside a span drawn smaller than its id: :func:`label_at`, at
+    ``px_drawn`` pixels per model unit, the scale the axes draw at once
+    their aspect is set; default ``px_per_unit``; ``crowded``: spans with
+    neighbours, whose ids stay on them), skipping any label that would sit
+    on one already drawn."""
     import matplotlib.patheffects as pe
 
     cand = np.flatnonzero(candidates)
@@ -217,7 +268,8 @@ def label_spans(
     for s in cand:
         if len(placed) >= n_labels:
             break
-        p = stats.anchor[s]
+        scale = px_per_unit if px_drawn is None else px_drawn
+        p, where = label_at(ax, stats, int(s), T, scale, y_ratio, crowded)
         if any(np.max(np.abs(p - q)) * px_per_unit < LABEL_GAP_PX for q in placed):
             continue
         placed.append(p)
@@ -228,17 +280,30 @@ def label_spans(
             str(int(s)),
             fontsize=8,
             fontweight="bold",
-            ha="center",
-            va="center",
             zorder=4,
             gid=f"span-label-{int(s)}",
             clip_on=True,
             path_effects=[pe.withStroke(linewidth=2.5, foreground="white")],
+            **where,
         )
 
 
 #: Smallest distance between two span labels, in pixels.
 LABEL_GAP_PX = 18.0
+
+#: A span drawn narrower or lower than this many pixels gets its id
+#: beside it, not on it (an 8-point bold id of two digits with its white halo
+#: is about 20 x 15 pixels at 120 dpi: on a place a few hundred metres wide
+#: in a city's box it hid most or all of the span it named). Larger spans keep
+#: their id on them, where a crowd of spans leaves no doubt which it names.
+LABEL_INSIDE_PX = 24.0
+
+#: How far from a small span's upper right corner its id is written, in points.
+LABEL_BESIDE_PT = 1.5
+
+#: A span with another within about this many pixels (up to twice that) is in a crowd: its id
+#: stays on it (beside it, it could name a neighbour).
+LABEL_CROWD_PX = 6.0
 
 
 #: How far below the axes an outside scale bar hangs, in its font's sizes:
@@ -293,6 +358,11 @@ __all__ = [
     "darker",
     "isolated_small_spans",
     "label_spans",
+    "label_at",
+    "drawn_small",
+    "crowded_spans",
+    "LABEL_CROWD_PX",
+    "LABEL_INSIDE_PX",
     "y_scale",
     "axes_pixels",
     "SMALL_SPAN_PX",

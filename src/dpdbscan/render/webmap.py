@@ -97,7 +97,10 @@ def map_html(
         "axes": _axis_names(model, proj is not None),
         "n_spans": model.n_spans,
         "n_labels": int(n_labels),
-        "labels": [[int(s), *(float(v) for v in stats.anchor[s])] for s in order],
+        # each span's id, where it goes (a point in it) and its box (lower, upper), by size
+        "labels": [
+            [int(s), *(float(v) for v in (*stats.anchor[s], *stats.lower[s], *stats.upper[s]))] for s in order
+        ],
         "tiles": None if tiles is None else tiles.config(),
         "periods": _periods_config(model),
     }
