@@ -13,7 +13,7 @@ import numpy as np
 from ..exceptions import PrivateNoteWarning
 from ..files import write_labels
 from ..geometry import projection
-from ..model import describe, eps_candidates, guarantee
+from ..model import SpanModel, describe, eps_candidates, guarantee
 from ..model.describe import noise_words, protection, swamped_words
 from ..model.guarantee import levels_words, unit_noun
 from ..model.levels import is_levels, level_lines
@@ -72,13 +72,34 @@ def cmd_predict(args: argparse.Namespace, sink: WarningSink) -> int:
     return EXIT_OK
 
 
+def not_drawable(model: SpanModel, kind: str) -> str:
+    """Why a model of another dimension than 2 has no picture of ``kind``
+    (the grid's cells, sums, spans and labels are drawn on the plane), and
+    what it does have: ``--kind tree`` for an automatic fit's levels, and
+    the words of ``info`` and ``explore --no-png``."""
+    d = model.grid.d
+    tree = (
+        "--kind tree draws this model's condensed tree (any dimension); "
+        if is_levels(model)
+        else "--kind tree draws the condensed tree of an automatic fit (--min-samples auto) in any "
+        "dimension, and this model has none; "
+    )
+    return (
+        f"--kind {kind} draws a 2-D model's cells on the plane, and this model is {d}-D: {tree}"
+        "'dpdbscan info' describes its spans and 'dpdbscan explore --no-png' tabulates them at other "
+        "eps and min_samples; to look at the points, label them with 'dpdbscan predict' and draw two "
+        "columns at a time with a plotting tool of yours (the labels are not a DP release)"
+    )
+
+
 def cmd_plot(args: argparse.Namespace, sink: WarningSink) -> int:
     picture = picture_options(args)
     model = load_model(args.model)
+    if model.grid.d != 2 and args.kind != "tree":
+        # said first: --points would not make a 3-D picture drawable
+        raise ValueError(not_drawable(model, args.kind))
     if args.kind == "labels" and args.points is None:
         raise ValueError("--kind labels needs --points FILE (the points to label)")
-    if model.grid.d != 2 and args.kind != "tree":
-        raise ValueError(f"plots need a 2-D model, this one is {model.grid.d}-D")
     if args.kind in ("histogram", "sums") and model.histogram is None:
         raise ValueError(f"{args.model}: saved without its noisy histogram; cannot plot {args.kind}")
     private = args.points is not None and args.kind in ("spans", "labels")
