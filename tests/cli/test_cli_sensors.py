@@ -52,3 +52,24 @@ def test_explore_of_a_six_d_model_leaves_out_the_default_eps_it_cannot_weigh(cap
     # values the user chose are never dropped: refused, saying what to do
     rc, out, err = run(capsys, "explore", six_d, "--no-png", "--out-dir", tmp_path, "--eps", "0.3", "1.2")
     assert rc == 2 and "give smaller eps values (--eps), or make a new release at a coarser eps" in err
+
+
+def test_a_person_level_forecast_counts_units_in_its_warning(capsys):
+    """400 people's 6-D features, each in at most 4 cells, one count a cell: every line of the
+    forecast spoke of units ("a core cell needs an estimated 235.1 units"), and its warning of
+    "235 points within eps"."""
+    rc, out, err = run(
+        capsys, "forecast", "--bounds", "-2", "-2", "-2", "0", "0", "0", "2", "2", "2", "2", "5", "4",
+        "--eps", "0.5", "--min-samples", "20", "--delta", "1e-6", "--unit", "person",
+        "--max-cells-per-unit", "4", "--n-expected", "1600",
+    )  # fmt: skip
+    assert rc == 0, err
+    said = [ln for ln in (out + err).splitlines() if "only very concentrated clusters can be found" in ln]
+    assert len(said) == 1 and "a core cell needs 235 units within eps" in said[0]
+    # event level: points, as before
+    rc, out, err = run(
+        capsys, "forecast", "--bounds", "-2", "-2", "-2", "0", "0", "0", "2", "2", "2", "2", "5", "4",
+        "--eps", "0.1", "--min-samples", "200", "--n-expected", "1600",
+    )  # fmt: skip
+    assert rc == 0, err
+    assert "points within eps" in out + err and "units within eps" not in out + err
