@@ -73,3 +73,20 @@ def test_a_person_level_forecast_counts_units_in_its_warning(capsys):
     )  # fmt: skip
     assert rc == 0, err
     assert "points within eps" in out + err and "units within eps" not in out + err
+
+
+def test_picture_options_on_three_d_readings_are_named_as_given(capsys, tmp_path):
+    """`fit` of 3-D readings with --size (no --png) was refused as "--png needs 2-D data, got 3
+    columns": an option the user had not given, and no word on what fit writes instead."""
+    rng = np.random.default_rng(70_090)
+    X = rng.normal(2000.0, 50.0, (300, 3))
+    path = tmp_path / "acc.csv"
+    path.write_text("x,y,z\n" + "\n".join(",".join(f"{v:.0f}" for v in row) for row in X) + "\n")
+    base = ["fit", path, "--header", "--bounds", "0", "4095", "--eps", "20", "--min-samples", "5"]
+    rc, out, err = run(capsys, *base, "--size", "800x600", "--out-dir", tmp_path / "o")
+    assert rc == 2 and out == ""
+    assert "--size needs 2-D data, got 3 columns" in err and "--png" not in err
+    assert "without them fit writes the span model (JSON)" in err
+    rc, out, err = run(capsys, *base, "--png", tmp_path / "a.png", "--extent", "0", "0", "9", "9")
+    assert rc == 2 and "--png, --extent need 2-D data" not in err and "--png and --extent need 2-D data" in err
+    assert not (tmp_path / "o").exists()

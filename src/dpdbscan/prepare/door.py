@@ -702,9 +702,14 @@ def check_columns(
             f"--geo needs exactly two columns (longitude, latitude), got {d}{shown}; "
             f"choose them with {geo_columns_hint(names)}"
         )
-    for option in need_2d:
-        if d != 2:
-            raise ValueError(f"{option} needs 2-D data, got {d} columns")
+    if need_2d and d != 2:
+        # every such option at once, and what is written without them
+        named = " and ".join([", ".join(need_2d[:-1]), need_2d[-1]] if len(need_2d) > 1 else need_2d)
+        raise ValueError(
+            f"{named} {'need' if len(need_2d) > 1 else 'needs'} 2-D data, got {d} columns: the picture "
+            "and the GeoJSON are drawn on the plane; without them fit writes the span model (JSON), "
+            "and 'dpdbscan plot --kind tree' draws an automatic fit's tree in any dimension"
+        )
 
 
 def geo_columns_hint(names: Sequence[str] | None) -> str:
