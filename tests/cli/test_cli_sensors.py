@@ -88,5 +88,5 @@ def test_picture_options_on_three_d_readings_are_named_as_given(capsys, tmp_path
     assert "--size needs 2-D data, got 3 columns" in err and "--png" not in err
     assert "without them fit writes the span model (JSON)" in err
     rc, out, err = run(capsys, *base, "--png", tmp_path / "a.png", "--extent", "0", "0", "9", "9")
-    assert rc == 2 and "--png, --extent need 2-D data" not in err and "--png and --extent need 2-D data" in err
+    assert rc == 2 and "--png and --extent need 2-D data" in err
     assert not (tmp_path / "o").exists()
