@@ -636,11 +636,7 @@ def cmd_fit(args: argparse.Namespace, sink: WarningSink) -> int:
     picture = picture_options(args)
     # each option by its own name: --size alone on 3-D data named --png, which was not given
     shaping = [f"--{k}" for k in ("size", "extent", "context") if k in picture]
-    need_2d = (
-        tuple(["--png"] if args.png else [])
-        + tuple(shaping)
-        + (("--geojson",) if args.geojson else ())
-    )
+    need_2d = tuple(["--png"] if args.png else []) + tuple(shaping) + (("--geojson",) if args.geojson else ())
     opts = FitOptions.from_args(args, need_2d)
     outputs = Outputs.from_args(args)
     series_opts = SeriesOptions.from_args(args)
