@@ -21,7 +21,7 @@ from ..model.words import words_of
 from ..params.paramwords import grid_words
 from .common import EXIT_OK, Notes, WarningSink, points_for, progress_flag, read_options_from_args
 from .common import read_model as load_model
-from .maps import picture_options
+from .maps import other_views, picture_options
 
 
 def _labelled(lines: list[str]) -> list[tuple[str, str]]:
@@ -75,20 +75,10 @@ def cmd_predict(args: argparse.Namespace, sink: WarningSink) -> int:
 def not_drawable(model: SpanModel, kind: str) -> str:
     """Why a model of another dimension than 2 has no picture of ``kind``
     (the grid's cells, sums, spans and labels are drawn on the plane), and
-    what it does have: ``--kind tree`` for an automatic fit's levels, and
-    the words of ``info`` and ``explore --no-png``."""
-    d = model.grid.d
-    tree = (
-        "--kind tree draws this model's condensed tree (any dimension); "
-        if is_levels(model)
-        else "--kind tree draws the condensed tree of an automatic fit (--min-samples auto) in any "
-        "dimension, and this model has none; "
-    )
+    what it does have (:func:`~.maps.other_views`)."""
     return (
-        f"--kind {kind} draws a 2-D model's cells on the plane, and this model is {d}-D: {tree}"
-        "'dpdbscan info' describes its spans and 'dpdbscan explore --no-png' tabulates them at other "
-        "eps and min_samples; to look at the points, label them with 'dpdbscan predict' and draw two "
-        "columns at a time with a plotting tool of yours (the labels are not a DP release)"
+        f"--kind {kind} draws a 2-D model's cells on the plane, and this model is {model.grid.d}-D: "
+        f"{other_views(model)}"
     )
 
 
