@@ -117,8 +117,8 @@ def test_share_outside_each_bound_per_column(capsys, box_csv):
     assert line_of(err, "outside") == (
         "[private: do not publish] outside   : 35 row(s) (35.0%) outside the bounds; "
         "a fit clips them onto the box (points clipped onto the box pile up on its edges, where many "
-        "(GPS fixes at (0, 0), a trip out of town) can make a span that is no place: --outside drop "
-        "(in memory, the default backend) drops them instead)"
+        "(readings beyond the bounds, a saturated sensor) can make a span on an edge that is no cluster "
+        "of the data: --outside drop (in memory, the default backend) drops them instead)"
     )
     # one lower and one upper for all columns: the same shares
     rc, _, err2 = run(capsys, "check", box_csv, "--header", "--bounds", "0", "10")
@@ -414,3 +414,27 @@ def test_clipping_counts_match_a_plain_count_over_several_scan_blocks(monkeypatc
     assert got["outside"] == int(out.sum())
     np.testing.assert_array_equal(got["below"], (X[out] < lower).sum(axis=0))
     np.testing.assert_array_equal(got["above"], (X[out] > upper).sum(axis=0))
+
+
+def test_points_that_are_not_lon_lat_are_not_told_of_gps_fixes(capsys, box_csv, tmp_path):
+    """Sensor readings (no --geo) outside the bounds: check and fit told their owner of "GPS fixes
+    at (0, 0), a trip out of town" and "a span that is no place"; those words are for --geo."""
+    rc, _, err = run(capsys, "check", box_csv, "--header", "--bounds", "0", "0", "10", "10")
+    assert rc == 0, err
+    assert "GPS" not in err and "out of town" not in err and "a saturated sensor" in err
+    rc, _, fit_err = run(
+        capsys, "fit", box_csv, "--header", "--bounds", "0", "0", "10", "10", "--eps", "1",
+        "--min-samples", "5", "--out-dir", tmp_path / "o", "--no-png", "--no-geojson",
+    )  # fmt: skip
+    assert rc == 0, fit_err
+    assert "GPS" not in fit_err and "a saturated sensor" in fit_err
+
+
+def test_lon_lat_outside_the_box_keeps_the_words_of_fixes_and_trips(capsys, geo_csv):
+    path, _ = geo_csv
+    # a box that leaves the western hot spot outside
+    rc, _, err = run(
+        capsys, "check", path, "--header", "--geo", "--bounds", "-122.43", "37.72", "-122.38", "37.82"
+    )
+    assert rc == 0, err
+    assert "GPS fixes at (0, 0), a trip out of town" in err and "a saturated sensor" not in err

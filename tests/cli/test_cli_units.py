@@ -560,3 +560,52 @@ def test_forecast_takes_a_fits_unit_option(capsys):
     assert ref_rc == 0 and out == ref and "person-level" in out
     rc, out, err = run(capsys, "forecast", *common)
     assert rc == 2 and not out and "--unit makes a person-level release: give --max-cells-per-unit K" in err
+
+
+@pytest.mark.parametrize("column", ["person", "subject_id"])
+def test_an_id_like_column_read_as_a_coordinate_gets_a_note(capsys, tmp_path, data, column):
+    """A table of readings beside each person's id, fitted with the default columns (every
+    column but one named label): the id was read as a coordinate, every row of text ids was
+    dropped and the release was empty, with no word on the id (the note skipped the columns
+    chosen). Public: the declared header alone."""
+    X, names = data
+    path = csv_file(tmp_path, X, names, header=f"x,y,{column}")
+    rc, out, err = run(
+        capsys, "fit", path, "--header", "--bounds", "0", "1", "--eps", "0.05", "--min-samples", "5",
+        "--delta", "0", *QUIET_OUT, "--out-dir", tmp_path,
+    )  # fmt: skip
+    assert rc == 0, err
+    said = [ln for ln in err.splitlines() if "read as coordinates look like an id" in ln]
+    assert len(said) == 1 and f"'{column}'" in said[0] and "--columns" in said[0], err
+    assert f"--unit {column}" in said[0] and f"column {column}" not in out and repr(column) not in out
+    # named coordinates: no such note
+    rc, out, err = run(
+        capsys, "fit", path, "--columns", "x", "y", "--bounds", "0", "1", "--eps", "0.05",
+        "--min-samples", "5", "--delta", "0", *QUIET_OUT, "--out-dir", tmp_path,
+    )  # fmt: skip
+    assert rc == 0, err
+    assert "read as coordinates look like an id" not in err
+
+
+@pytest.mark.parametrize("command", ["fit", "check"])
+def test_bounds_for_fewer_columns_than_the_default_reads_say_how_to_choose_them(
+    capsys, tmp_path, data, command
+):
+    """Bounds for the readings (2 columns) of a file that also holds each person's id: the
+    default columns are 3, and the refusal said "2*d = 6 numbers ... got 4" with no word on
+    which columns were read or how to choose them."""
+    X, names = data
+    path = csv_file(tmp_path, X, names, header="x,y,person")
+    rc, out, err = run(
+        capsys, command, path, "--header", "--bounds", "0", "0", "1", "1", "--eps", "0.05",
+        "--min-samples", "5",
+    )  # fmt: skip
+    assert rc == 2 and out == ""
+    assert "got 4. The input gives d = 3 columns to cluster" in err
+    assert "if the data have 2 coordinates, name them with --columns" in err
+    # --columns given: no such advice
+    rc, out, err = run(
+        capsys, command, path, "--columns", "x", "y", "person", "--bounds", "0", "0", "1", "1",
+        "--eps", "0.05", "--min-samples", "5",
+    )  # fmt: skip
+    assert rc == 2 and "got 4" in err and "name them with --columns" not in err

@@ -67,3 +67,33 @@ def test_a_map_of_stops_is_not_told_most_points_are_noise():
     assert "mostly min_samples itself" in _events_note(1077.5 * 9.5, min_samples=1028, margin=49.5)
     dense = _events_note(82.0 * DENSE_TIMES + 1, min_samples=30, margin=52.0)
     assert "not small or sparse" in dense and "most stops lie outside the spans" in dense
+
+
+def _problems_note(problems: tuple[str, ...], busiest: float, events: str | None = None) -> str:
+    hist = SimpleNamespace(values=np.array([0.0, 12.0, busiest]), epsilon=1.0, grid=SimpleNamespace(eps=0.2))
+    spans = SimpleNamespace(noise_margin=11.8, threshold=28 + 11.8)
+    spec = SimpleNamespace(min_samples=28)
+    r = QuietRelease(hist, spans, spec, problems, 6.0, "points", None, events)  # type: ignore[arg-type]
+    note = DensityWords().utility_note(r)
+    assert note is not None
+    return note
+
+
+def test_sensor_readings_are_not_told_of_stops_and_passage():
+    """Event-level readings (no --stops, no --trip-ends) far above the threshold: the note
+    spoke of "a unit's own stops, passage", taxi words, to a chest accelerometer's user."""
+    note = _problems_note(("uncovered",), 39.8 * DENSE_TIMES + 1)
+    assert "spread thin beside the dense places" in note and "stops" not in note and "passage" not in note
+    stops = _problems_note(("uncovered",), 39.8 * DENSE_TIMES + 1, events="stops")
+    assert "(a unit's own stops, passage)" in stops
+
+
+def test_a_single_span_that_holds_the_data_is_not_said_to_leave_data_out():
+    """The chest accelerometer at the automatic eps: one span with 99% of the points. The note
+    went on "What the spans leave out is spread thin beside the dense places", of a span that
+    leaves nothing out; it now says why one span, and what may part it."""
+    note = _problems_note(("single_span",), 39.8 * DENSE_TIMES + 1)
+    assert "leave out" not in note and "most points will be labelled noise" not in note
+    assert "a smaller eps may part them" in note and "at a new cost in epsilon" in note
+    both = _problems_note(("single_span", "uncovered"), 39.8 * DENSE_TIMES + 1)
+    assert "What the spans leave out" in both

@@ -277,6 +277,9 @@ def test_the_condensed_tree_is_drawn_from_the_record(unsure, tmp_path, capsys):
     assert len(ax.patches) == sum(len(c["masses"]) for c in tree["clusters"])
     # the release alone: no point is drawn, no private mark
     assert not any(t.get_gid() == "private-watermark" for t in ax.texts) and not ax.collections
+    # and whom it protects, as every picture of a release says (it said nothing)
+    title = " ".join(ax.get_title().split())
+    assert "event-level: each row is protected, not each person" in title and "epsilon=1" in title
     plotting._plt().close(ax.figure)
     with pytest.raises(ValueError, match="level selection"):
         plotting.plot_model(_fit(1, selection="flat"), "tree")

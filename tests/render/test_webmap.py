@@ -294,7 +294,12 @@ def test_map_command_refuses_3d_models_in_one_line(tmp_path, capsys):
     save_model(m, tmp_path / "m3.json")
     assert main(["map", str(tmp_path / "m3.json")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"dpdbscan map: error: the map needs a 2-D model, {tmp_path / 'm3.json'} is 3-D"]
+    assert len(err) == 1
+    assert err[0].startswith(
+        f"dpdbscan map: error: the map needs a 2-D model, {tmp_path / 'm3.json'} is 3-D: "
+    )
+    # and what a 3-D model has instead (it said nothing more)
+    assert "'dpdbscan info'" in err[0] and "'dpdbscan explore --no-png'" in err[0] and "predict" in err[0]
     assert not list(tmp_path.glob("*.html"))
 
 

@@ -29,7 +29,7 @@ from ..plan.autoplan import PLACE_EXTENT_KM
 from ..plan.outlook import duration_text, fit_cost
 from ..plan.resolve import forecast_of
 from ..prepare import Points, split_bounds
-from ..prepare.clipping import PILE_UP, clipping_counts, outside_hint, rows_all
+from ..prepare.clipping import clipping_counts, outside_hint, pile_up, rows_all
 from ..prepare.door import apply_transforms, read_file, say_read
 from ..release.bounding import BoundingKey, factorize, pairs_of
 from ..series import SeriesPlan
@@ -104,7 +104,7 @@ def cmd_check(args: argparse.Namespace, sink: WarningSink) -> int:
     pts = apply_transforms(pts, source.transforms)
     read_seconds = time.perf_counter() - start
     counts = pts.counts if pts.counts is not None else clipping_counts(pts.X, pts.lower, pts.upper)
-    lower_in, upper_in = split_bounds(bounds_in, pts.X.shape[1], opts.geo)
+    lower_in, upper_in = split_bounds(bounds_in, pts.X.shape[1], opts.geo, from_input=not opts.columns)
     # --outside drop: the rows read outside the box, dropped before anything else is made of them
     dropped = int(read_counts["outside"]) if opts.outside == "drop" else 0
     if events is None:
@@ -371,7 +371,7 @@ def data_lines(
     outside = counts["outside"]
     out.append(
         f"outside   : {outside:,} row(s) ({outside / n_ok:.1%}) outside the bounds; a fit clips "
-        "them onto the box" + ("" if not outside else f" ({PILE_UP})")
+        "them onto the box" + ("" if not outside else f" ({pile_up(pts.proj is not None)})")
     )
     if outside / n_ok > 0.5:
         out.append(outside_hint(pts, bounds_in))

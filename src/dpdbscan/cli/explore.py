@@ -39,7 +39,8 @@ def add_arguments(p: ArgTarget) -> None:
         "with --geo models lengths like 50m). Default: five values, the model's eps x "
         "sqrt(2)^i for i = -2..2, moved up by factors of sqrt(2) until the smallest is at "
         "or above the finest eps; a model fitted at that eps (fit's default eta) gets "
-        "eps x 1, 1.41, 2, 2.83, 4",
+        "eps x 1, 1.41, 2, 2.83, 4 (in 5-D and up, those whose neighbourhoods hold more cells "
+        "than the core test weighs are left out, with a note)",
     )
     p.add_argument(
         "--min-samples",
@@ -96,6 +97,16 @@ def cmd_explore(args: argparse.Namespace, sink: WarningSink) -> int:
     from ..render import explorepanels as _explore
 
     ex = _explore.explore(model, eps, ms)
+    left = [] if eps else sorted(set(_explore.default_grid(model)[0]) - set(ex.eps))
+    if left:
+        # the model's public grid alone decided it: no private note
+        shown = ", ".join(projection.format_km(e) if geo else f"{e:.4g}" for e in left)
+        print(
+            f"dpdbscan: note: the default eps {shown} left out: in {model.grid.d}-D an "
+            "eps-neighbourhood there holds more of this release's cells than the core test weighs "
+            "(--eps chooses the values)",
+            file=sys.stderr,
+        )
     atomic_write(table, lambda t: _explore.write_table(ex, t))
     written, failed = [str(table)], []
     if png is not None:

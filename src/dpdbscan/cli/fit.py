@@ -634,9 +634,9 @@ def _fit_appendable(
 
 def cmd_fit(args: argparse.Namespace, sink: WarningSink) -> int:
     picture = picture_options(args)
-    need_2d = tuple(
-        o for o, wanted in (("--png", args.png or picture), ("--geojson", args.geojson)) if wanted
-    )
+    # each option by its own name: --size alone on 3-D data named --png, which was not given
+    shaping = [f"--{k}" for k in ("size", "extent", "context") if k in picture]
+    need_2d = tuple(["--png"] if args.png else []) + tuple(shaping) + (("--geojson",) if args.geojson else ())
     opts = FitOptions.from_args(args, need_2d)
     outputs = Outputs.from_args(args)
     series_opts = SeriesOptions.from_args(args)

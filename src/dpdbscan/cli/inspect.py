@@ -13,7 +13,7 @@ import numpy as np
 from ..exceptions import PrivateNoteWarning
 from ..files import write_labels
 from ..geometry import projection
-from ..model import describe, eps_candidates, guarantee
+from ..model import SpanModel, describe, eps_candidates, guarantee
 from ..model.describe import noise_words, protection, swamped_words
 from ..model.guarantee import levels_words, unit_noun
 from ..model.levels import is_levels, level_lines
@@ -21,7 +21,7 @@ from ..model.words import words_of
 from ..params.paramwords import grid_words
 from .common import EXIT_OK, Notes, WarningSink, points_for, progress_flag, read_options_from_args
 from .common import read_model as load_model
-from .maps import picture_options
+from .maps import other_views, picture_options
 
 
 def _labelled(lines: list[str]) -> list[tuple[str, str]]:
@@ -72,13 +72,24 @@ def cmd_predict(args: argparse.Namespace, sink: WarningSink) -> int:
     return EXIT_OK
 
 
+def not_drawable(model: SpanModel, kind: str) -> str:
+    """Why a model of another dimension than 2 has no picture of ``kind``
+    (the grid's cells, sums, spans and labels are drawn on the plane), and
+    what it does have (:func:`~.maps.other_views`)."""
+    return (
+        f"--kind {kind} draws a 2-D model's cells on the plane, and this model is {model.grid.d}-D: "
+        f"{other_views(model)}"
+    )
+
+
 def cmd_plot(args: argparse.Namespace, sink: WarningSink) -> int:
     picture = picture_options(args)
     model = load_model(args.model)
+    if model.grid.d != 2 and args.kind != "tree":
+        # said first: --points would not make a 3-D picture drawable
+        raise ValueError(not_drawable(model, args.kind))
     if args.kind == "labels" and args.points is None:
         raise ValueError("--kind labels needs --points FILE (the points to label)")
-    if model.grid.d != 2 and args.kind != "tree":
-        raise ValueError(f"plots need a 2-D model, this one is {model.grid.d}-D")
     if args.kind in ("histogram", "sums") and model.histogram is None:
         raise ValueError(f"{args.model}: saved without its noisy histogram; cannot plot {args.kind}")
     private = args.points is not None and args.kind in ("spans", "labels")

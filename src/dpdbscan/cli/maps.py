@@ -13,6 +13,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from ..model import SpanModel
+from ..model.levels import is_levels
 from ..render.context import MAX_CONTEXT_BYTES, load_context
 from ..render.tiles import DEFAULT_MAX_ZOOM, Tiles
 from .common import EXIT_OK, ArgTarget, WarningSink, atomic_write, check_writable
@@ -96,11 +98,29 @@ def picture_options(args: argparse.Namespace) -> dict:
     return out
 
 
+def other_views(model: SpanModel) -> str:
+    """What a model beyond 2-D (3-D readings, 6-D features) can be looked
+    at with, where the pictures and the map of the plane cannot draw it:
+    ``plot --kind tree`` for an automatic fit's levels, ``info``,
+    ``explore --no-png``, and ``predict``'s labels to draw yourself."""
+    tree = (
+        "dpdbscan plot --kind tree draws this model's condensed tree (any dimension); "
+        if is_levels(model)
+        else "dpdbscan plot --kind tree draws the condensed tree of an automatic fit "
+        "(--min-samples auto) in any dimension, and this model has none; "
+    )
+    return (
+        f"{tree}'dpdbscan info' describes its spans and 'dpdbscan explore --no-png' tabulates them at "
+        "other eps and min_samples; to look at the points, label them with 'dpdbscan predict' and draw "
+        "two columns at a time with a plotting tool of yours (the labels are not a DP release)"
+    )
+
+
 def cmd_map(args: argparse.Namespace, sink: WarningSink) -> int:
     """Write the interactive map of a saved model."""
     model = load_model(args.model)
     if model.grid.d != 2:
-        raise ValueError(f"the map needs a 2-D model, {args.model} is {model.grid.d}-D")
+        raise ValueError(f"the map needs a 2-D model, {args.model} is {model.grid.d}-D: {other_views(model)}")
     out = Path(args.output) if args.output else Path(args.model).with_suffix(".html")
     check_writable([out], source=args.model)
     tiles = None

@@ -121,13 +121,26 @@ class DensityWords(CoreTestWords):
         busiest = float(np.max(np.asarray(hist.values), initial=0.0))
         if r.spans.threshold > 0 and r.spans.threshold * DENSE_TIMES < busiest:
             # not short of data (a large fleet's stops): the rest is spread thin beside its places
-            return (
+            dense = (
                 "; ".join(said.values())
                 + ". "
                 + cause
                 + f". The data are not small or sparse: the release's busiest cell counts over {DENSE_TIMES} "
-                "times that. What the spans leave out is spread thin beside the dense places (a unit's "
-                "own stops, passage), not too few to see: a larger eps or epsilon is not what it needs."
+                "times that. "
+            )
+            if "single_span" in problems and "uncovered" not in problems:
+                # one span that holds the data (the chest accelerometer's one span at the
+                # automatic eps holds 99% of its points): no "what the spans leave out"
+                return (
+                    dense + "The single span is not for want of data: clusters that lie within eps of "
+                    "each other form one span, and a smaller eps may part them (a new release, "
+                    "at a new cost in epsilon)."
+                )
+            # a unit's stops and passage only where the points are events of units
+            beside = " (a unit's own stops, passage)" if r.events is not None else ""
+            return (
+                dense + f"What the spans leave out is spread thin beside the dense places{beside}, "
+                "not too few to see: a larger eps or epsilon is not what it needs."
             )
         forecast = (
             "'dpdbscan forecast' shows what a release can detect before it is made (docs/parameters.md)."

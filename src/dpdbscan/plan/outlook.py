@@ -561,16 +561,18 @@ def forecast(release: ReleaseSpec, spans: SpanSpec, *, n_expected: float | None 
                 f"{empty_cells:,.0f} of them noise), more where occupied cells crowd within eps of "
                 "each other. Use fewer dimensions, a larger eta, a higher theta or a coarser eps"
             )
+    # at person level with m = 1 the counts are of units (each once per cell), as the lines say
+    counted = "units" if release.units is not None and release.units.max_points_per_cell == 1 else "points"
     if factor is not None and threshold > (n_expected or 0):
         useless.append(
-            f"the fit will likely find nothing: a core cell needs {threshold:.0f} points "
+            f"the fit will likely find nothing: a core cell needs {threshold:.0f} {counted} "
             f"within eps, more than the {n_expected:,.0f} points expected in all"
         )
     elif factor is not None and factor >= USELESS_FACTOR:
         # not "finds nothing": Gaussian blobs in 6-D to 8-D are millions of
         # times the average density and found (ARI 1.0, benchmarks/survey_useful.py)
         useless.append(
-            f"only very concentrated clusters can be found: a core cell needs {threshold:.0f} points "
+            f"only very concentrated clusters can be found: a core cell needs {threshold:.0f} {counted} "
             f"within eps, {factor:.3g} times what the box's average density gives"
         )
     elif n_expected is None and margin_value >= 4 * params.min_samples:

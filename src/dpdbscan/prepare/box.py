@@ -31,8 +31,13 @@ def read_length(text: str | float, *, geo: bool, auto: bool = False) -> float | 
     return parse_length(text, geo=geo)
 
 
-def split_bounds(values: Sequence[float], d: int, geo: bool) -> tuple[np.ndarray, np.ndarray]:
-    """``lower_1..lower_d upper_1..upper_d`` (or one lower and one upper)."""
+def split_bounds(
+    values: Sequence[float], d: int, geo: bool, from_input: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """``lower_1..lower_d upper_1..upper_d`` (or one lower and one upper).
+    ``from_input``: d is the number of columns read from the input (the
+    command line without --columns takes every column but ``label``), so a
+    count that does not match says how to choose the columns."""
     if geo and len(values) != 4:
         raise ValueError(
             f"--bounds with --geo needs 4 numbers in degrees: lon_min lat_min lon_max lat_max, "
@@ -41,9 +46,17 @@ def split_bounds(values: Sequence[float], d: int, geo: bool) -> tuple[np.ndarray
     if len(values) == 2:
         return check_bounds((values[0], values[1]), d)
     if len(values) != 2 * d:
+        more = ""
+        if from_input and len(values) % 2 == 0:
+            # a table of readings with an id or a class column beside its features
+            more = (
+                f". The input gives d = {d} columns to cluster (without --columns, every column but "
+                f"one named label, ids and classes too): if the data have {len(values) // 2} "
+                "coordinates, name them with --columns (names or 0-based indices)"
+            )
         raise ValueError(
             f"--bounds needs 2 numbers (one lower and one upper for every column) or "
-            f"2*d = {2 * d} numbers (lower_1 .. lower_{d} upper_1 .. upper_{d}), got {len(values)}"
+            f"2*d = {2 * d} numbers (lower_1 .. lower_{d} upper_1 .. upper_{d}), got {len(values)}{more}"
         )
     try:
         return check_bounds((values[:d], values[d:]), d)

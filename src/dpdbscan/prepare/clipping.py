@@ -172,7 +172,7 @@ def note_clipping(
         notes(dropped_note(c["n_bad"], pts.units is not None))
     lower, upper = user_bounds(pts, bounds_in)
     names = pts.names or [str(j) for j in range(X.shape[1])]
-    say_outside(c, notes, names, lower, upper, lambda: outside_hint(pts, bounds_in))
+    say_outside(c, notes, names, lower, upper, lambda: outside_hint(pts, bounds_in), pts.proj is not None)
 
 
 #: What clipped points do to a map, and the way out (the command line's note).
@@ -182,9 +182,29 @@ PILE_UP = (
     "drops them instead"
 )
 
+#: The same for points that are not longitude and latitude (sensor readings,
+#: features): no GPS fix or town there.
+PILE_UP_PLAIN = (
+    "points clipped onto the box pile up on its edges, where many (readings beyond the bounds, "
+    "a saturated sensor) can make a span on an edge that is no cluster of the data: --outside drop "
+    "(in memory, the default backend) drops them instead"
+)
+
+
+def pile_up(geo: bool) -> str:
+    """:data:`PILE_UP` for longitude and latitude (``geo``: a ``--geo``
+    read, whose points carry a projection), else :data:`PILE_UP_PLAIN`."""
+    return PILE_UP if geo else PILE_UP_PLAIN
+
 
 def say_outside(
-    c: dict, notes: Notes, names: Sequence[str], lower: np.ndarray, upper: np.ndarray, hint: Callable[[], str]
+    c: dict,
+    notes: Notes,
+    names: Sequence[str],
+    lower: np.ndarray,
+    upper: np.ndarray,
+    hint: Callable[[], str],
+    geo: bool = False,
 ) -> None:
     """The private notes of the rows clipped onto the box (``c``:
     :func:`clipping_counts`' counts): how many, and per column and bound
@@ -199,7 +219,7 @@ def say_outside(
         say(line)
     if most:
         say(hint())
-    notes(PILE_UP)
+    notes(pile_up(geo))
 
 
 def most_outside(c: dict) -> bool:

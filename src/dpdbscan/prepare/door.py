@@ -436,7 +436,8 @@ def _opened(source: Source, eta: float) -> Iterator[InputPlan]:
             check_lonlat_names(plan.names)
             check_lonlat_crs(plan)
         if bounds is not None:
-            split_bounds(bounds, plan.d, source.geo)
+            # the command line's default columns: say how to choose others
+            split_bounds(bounds, plan.d, source.geo, from_input=source.cli and not source.columns)
         yield plan
 
 
@@ -655,8 +656,22 @@ def note_lonlat_columns(chosen: Sequence[str] | None) -> None:
 def note_id_columns(schema_names: Sequence[str] | None, chosen: Sequence[str] | None) -> None:
     """Say once, when no --unit is given, that each row is protected and not
     each person, if a column's name looks like a person's id (public: the
-    declared header or the schema; no value is looked at)."""
+    declared header or the schema; no value is looked at). A chosen
+    coordinate named as an id (the default columns take every column but
+    ``label``: a table of sensor features beside its person's id) is said
+    too: its rows of text ids are dropped, and a numeric id makes a
+    dimension of its own."""
     skip = set(chosen or ())
+    read_as_ids = [str(n) for n in chosen or () if looks_like_unit(str(n))]
+    if read_as_ids:
+        shown = ", ".join(repr(n) for n in read_as_ids[:3]) + (", ..." if len(read_as_ids) > 3 else "")
+        print(
+            f"dpdbscan: note: the column(s) {shown} read as coordinates look like an id, not a "
+            "measurement (the default columns are every column but one named label): name "
+            f"the coordinates with --columns, and protect each person with --unit {read_as_ids[0]} "
+            "--max-cells-per-unit K (docs/user-guide.md, person-level privacy)",
+            file=sys.stderr,
+        )
     ids = [str(n) for n in schema_names or () if str(n) not in skip and looks_like_unit(str(n))]
     if not ids:
         return
@@ -687,9 +702,14 @@ def check_columns(
             f"--geo needs exactly two columns (longitude, latitude), got {d}{shown}; "
             f"choose them with {geo_columns_hint(names)}"
         )
-    for option in need_2d:
-        if d != 2:
-            raise ValueError(f"{option} needs 2-D data, got {d} columns")
+    if need_2d and d != 2:
+        # every such option at once, and what is written without them
+        named = " and ".join([", ".join(need_2d[:-1]), need_2d[-1]] if len(need_2d) > 1 else need_2d)
+        raise ValueError(
+            f"{named} {'need' if len(need_2d) > 1 else 'needs'} 2-D data, got {d} columns: the picture "
+            "and the GeoJSON are drawn on the plane; without them fit writes the span model (JSON), "
+            "and 'dpdbscan plot --kind tree' draws an automatic fit's tree in any dimension"
+        )
 
 
 def geo_columns_hint(names: Sequence[str] | None) -> str:

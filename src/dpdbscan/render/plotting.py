@@ -617,7 +617,10 @@ def plot_condensed_tree(model: SpanModel, ax: Axes | None = None, *, dpi: float 
     if ax is None:
         w, h = DEFAULT_SIZE
         ax = _plt().subplots(figsize=(w / dpi, h / dpi * 0.7), dpi=dpi)[1]
-    return draw_condensed_tree(model, ax)
+    ax = draw_condensed_tree(model, ax)
+    # a picture of the release says whom it protects, as every other one does
+    _set_title(ax, f"{ax.get_title()}\n{literal(protection_brief(model))}")
+    return ax
 
 
 #: Default picture size in pixels (width, height).

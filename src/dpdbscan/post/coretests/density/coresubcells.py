@@ -12,6 +12,7 @@ import numpy as np
 from ....cells.grid import Grid, lookup
 from ....cells.histogram import NoisyHistogram
 from ....cells.pairs import plan
+from ....laws.noise import tail as noise_tail
 from ...pruning import live_cells
 from ...sums import (
     chebyshev_radii,
@@ -902,9 +903,26 @@ def utility_problems(hist: NoisyHistogram, core_keys: np.ndarray, k: int, n_span
     """What makes a release say little, as codes (the model states them:
     :mod:`dpdbscan.model.densitywords`): ``"no_span"``, ``"single_span"``
     (one cluster, or clusters that merged, or only one dense enough to pass),
-    ``"uncovered"`` (less than half of the released positive mass in cells
-    that hold a core sub-cell: most of the data would be labelled noise, the
-    threshold dwarfs their estimated neighbourhood counts). Empty when none.
+    ``"uncovered"`` (the positive noisy counts of the cells that hold a
+    core sub-cell add up to less than half of all the released counts: most
+    of the data would be labelled noise, the threshold dwarfs their
+    estimated neighbourhood counts). Empty when none.
+
+    All the released counts are summed with their signs: the noise of the
+    empty cells, drawn on every cell of a dense histogram, then cancels
+    (zero mean) instead of adding about half a noise scale per cell. Their
+    positive parts alone counted that noise as data: on the chest
+    accelerometer's 456,533 cells (3-D, eps 92) about 250,000 against
+    103,500 points, so a span holding 99% of the points was called
+    "uncovered, most points will be labelled noise". A sparse histogram
+    draws noise on every cell too but releases only the counts of at least
+    theta, so every cell that noise alone lifts over theta adds: their
+    expected mass (public: the grid's cells times E[Z; Z >= theta],
+    :func:`_noise_mass`) is taken off the total. In 6-D at eps 0.3
+    (826,586,937 cells, theta 9) about 75,000 such cells held 700,000 of
+    the 763,558 released against 59,515 points, and four spans holding 97%
+    of the points were called "uncovered". The stability histogram draws
+    noise on occupied cells only: nothing to take off.
 
     Reads public parameters and the release only.
     """
@@ -914,7 +932,7 @@ def utility_problems(hist: NoisyHistogram, core_keys: np.ndarray, k: int, n_span
     elif n_spans == 1:
         problems.append("single_span")
     values = np.asarray(hist.values)
-    total = _positive_mass(values)
+    total = _signed_mass(values) - _noise_mass(hist)
     if total > 0 and n_spans > 0:
         grid = hist.grid
         keys = np.sort(grid.encode(fine_grid(grid, k).decode(core_keys) // k))
@@ -930,8 +948,28 @@ def utility_problems(hist: NoisyHistogram, core_keys: np.ndarray, k: int, n_span
     return tuple(problems)
 
 
-def _positive_mass(values: np.ndarray, chunk: int = 1 << 20) -> float:
-    """Sum of the positive values, a chunk at a time: no copy of a dense
-    histogram (``np.sum(where=...)`` was 4x slower than clipping a chunk)."""
-    flat = values.reshape(-1)
-    return float(sum(float(np.maximum(flat[i : i + chunk], 0).sum()) for i in range(0, flat.size, chunk)))
+def _noise_mass(hist: NoisyHistogram) -> float:
+    """The expected mass a sparse histogram releases in cells that hold no
+    point: each of the grid's cells reaches theta by noise alone with
+    probability P(Z >= theta) and then shows Z, at least theta (for discrete
+    Laplace noise exactly E[Z | Z >= theta] = ceil(theta) + q / (1 - q),
+    q = exp(-epsilon); for the other noises theta, which takes off less).
+    Zero for a dense histogram (its noise cancels in the signed sum) and for
+    the stability histogram (noise on occupied cells only). Public: the grid
+    and the noise alone."""
+    if hist.kind != "sparse" or hist.noise not in ("discrete", "laplace", "gaussian"):
+        return 0.0
+    theta = float(hist.theta)
+    if not math.isfinite(theta):
+        return 0.0
+    mean = theta
+    if hist.noise == "discrete":
+        q = math.exp(-float(hist.scale))
+        mean = math.ceil(theta) + q / (1.0 - q)
+    return float(hist.grid.n_cells) * noise_tail(hist.noise, float(hist.scale), theta) * mean
+
+
+def _signed_mass(values: np.ndarray) -> float:
+    """Sum of the released counts with their signs, in float64 (no copy of a
+    dense histogram): the noise of empty cells cancels out."""
+    return float(np.asarray(values).sum(dtype=np.float64))
