@@ -388,6 +388,34 @@ def test_the_periods_picture_writes_a_small_span_s_id_beside_it():
         plt.close(fig)
 
 
+def test_a_release_without_spans_draws_its_pictures():
+    """The ids beside small spans asked which spans are crowded, and a
+    release without a span failed there ("cannot reshape array of size 0"):
+    fit wrote the release and no picture, exit status 1."""
+    import dataclasses
+
+    import matplotlib.pyplot as plt
+
+    from dpdbscan.render.periodplot import plot_periods
+
+    m = (
+        DPDBSCAN(eps=0.5, min_samples=10**6, bounds=(0.0, 10.0), random_state=0)
+        .fit(np.random.default_rng(0).uniform(0, 10, (500, 2)))
+        .spans_
+    )
+    assert m.n_spans == 0
+    ax = plotting.plot_spans(m)
+    ax.figure.canvas.draw()
+    assert _labels(ax) == {}
+    _close(ax)
+    series = {"period_spans": [[], []], "periods": {"starts": ["2026-03-02T00:00", "2026-03-09T00:00"]}}
+    fig = plot_periods(dataclasses.replace(m, metadata={**m.metadata, "series": series}))
+    try:
+        fig.canvas.draw()
+    finally:
+        plt.close(fig)
+
+
 def test_labels_that_would_overlap_are_left_out():
     m = hand_model([square(10, 10, 1), square(12, 10, 1), square(60, 60, 1)], shape=(200, 200))
     ax = plotting.plot_spans(m, extent="box")  # cells 2 apart are < 1 pixel apart here

@@ -63,6 +63,8 @@ def isolated_small_spans(
     cells_per_px = 1.0 / (px_per_unit * model.grid.width)
     radius = max(1, int(round(2 * SMALL_SPAN_PX * cells_per_px)))
     crowded = np.zeros(model.n_spans, dtype=bool)
+    if not model.n_spans:
+        return crowded  # no span: nothing to decode (an empty release's picture)
     keys, labels = model.regions()
     for a, b in span_neighbours(model.grid.decode(keys), labels, radius):
         crowded[a] = crowded[b] = True
@@ -73,6 +75,8 @@ def crowded_spans(model: SpanModel, px_per_unit: float, px: float) -> np.ndarray
     """Spans with another span drawn within about ``px`` pixels (up to twice
     that: :func:`dpdbscan.render.mapstyle.span_neighbours`), by span id."""
     crowded = np.zeros(model.n_spans, dtype=bool)
+    if not model.n_spans:
+        return crowded  # no span: nothing to decode (an empty release's picture)
     keys, labels = model.regions()
     radius = max(1, int(round(px / (px_per_unit * model.grid.width))))
     for a, b in span_neighbours(model.grid.decode(keys), labels, radius):
