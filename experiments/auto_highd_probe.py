@@ -3,6 +3,7 @@ blobs (sd 0.03, centres uniform in [0.2, 0.8]^d), n points, the unit box
 as public bounds, epsilon = 1. Prints the automatic mode's ARI (two draws),
 its eps, HDBSCAN's (non-private, min_cluster_size 1% of n) and fixed eps
 0.1 / 0.2 at MinPts 50."""
+
 import sys
 import warnings
 
